@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Strict, ValidationError
+
+from application.deadline import Outcome, Raised, TimedOut
+
+VerdictKind = Literal["done", "drifted", "terminal", "retry"]
+
+
+def _exactly(expected: bool) -> Callable[[bool], bool]:
+    def check(value: bool) -> bool:
+        if value is not expected:
+            raise ValueError(f"must be {expected}")
+        return value
+
+    return check
+
+
+# A real boolean, never 1 or "yes": 1 == True in Python, and strict Literal[True] lets it pass.
+IsTrue = Annotated[bool, Strict(), AfterValidator(_exactly(True))]
+IsFalse = Annotated[bool, Strict(), AfterValidator(_exactly(False))]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class RevertDone(_Answer):
+    ok: IsTrue
+    failed: list[str] = []
+
+
+class RevertDrifted(_Answer):
+    drifted: IsTrue
+    current: Any = None
+
+
+class RevertRefused(_Answer):
+    ok: IsFalse
+    retry: IsFalse
+    error: str
+
+
+class ReconcileAnswer(_Answer):
+    ok: IsTrue
+    in_force: list[str]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: VerdictKind
+    error: str | None = None
+    failed: frozenset[str] = field(default_factory=frozenset)
+    current: Any = None
+
+
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _parse(model: type[_Answer], raw: Any) -> Any:
+    try:
+        return model.model_validate(raw)
+    except ValidationError:
+        return None
+
+
+def classify_revert(outcome: Outcome, what: str) -> Verdict:
+    """Read one revert or restore answer so that no shape a failure can take reads as success."""
+    if isinstance(outcome, TimedOut):
+        return Verdict("retry", f"{what} did not answer within {outcome.seconds:g}s")
+    if isinstance(outcome, Raised):
+        error = outcome.error
+        return Verdict("retry", f"{what} raised {type(error).__name__}: {error}")
+    raw = outcome.value
+    if (done := _parse(RevertDone, raw)) is not None:
+        return Verdict("done", failed=frozenset(done.failed))
+    if (drift := _parse(RevertDrifted, raw)) is not None:
+        return Verdict(
+            "drifted",
+            f"the value is now {_show(drift.current)} rather than what this run applied, "
+            "so it was left alone",
+            current=drift.current,
+        )
+    if (refused := _parse(RevertRefused, raw)) is not None:
+        return Verdict("terminal", refused.error)
+    if isinstance(raw, dict) and isinstance(raw.get("error"), str) and raw.get("ok") is False:
+        return Verdict("retry", raw["error"])
+    return Verdict("retry", f"{what} answered {_show(raw)}, which is not a revert answer")
+
+
+def parse_reconcile(outcome: Outcome) -> frozenset[str] | None:
+    """The refs a module says are still in force, or None when it did not answer clearly."""
+    if isinstance(outcome, TimedOut | Raised):
+        return None
+    answer = _parse(ReconcileAnswer, outcome.value)
+    return None if answer is None else frozenset(answer.in_force)

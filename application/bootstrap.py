@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from application.cleanup import Cleanup
+from application.ledger import Ledger
+from application.modules import Registry
+from application.reconcile import Reconciler
+from application.settings import Settings, store_config
+from application.store import UNAVAILABLE, LedgerApp, Streams, open_app
+from application.errors import StoreUnavailable
+from projections.backend import Backend
+from projections.projector import Projector
+from projections.queries import Queries
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Runledger:
+    """Everything the CLI, the runner and the tests use, wired once."""
+
+    settings: Settings
+    app: LedgerApp
+    backend: Backend
+    projector: Projector
+    queries: Queries
+    registry: Registry
+    ledger: Ledger
+    cleanup: Cleanup
+    reconciler: Reconciler
+    clock: Callable[[], datetime]
+
+    def close(self) -> None:
+        self.app.close()
+
+    def __enter__(self) -> Runledger:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def init_store(settings: Settings | None = None) -> str:
+    """Create every table, once, in one explicit step; running it again changes nothing."""
+    settings = settings or Settings.from_env()
+    config = store_config(settings.database_url)
+    app, backend = open_app(config, create=True)
+    try:
+        Projector(app, backend).create_tables()
+    except UNAVAILABLE as error:
+        raise StoreUnavailable(f"cannot prepare the {config.display}: {error}") from None
+    finally:
+        app.close()
+    return config.display
+
+
+def bootstrap(
+    settings: Settings | None = None,
+    registry: Registry | None = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> Runledger:
+    """The composition root. Opens the configured store, which must have been initialised."""
+    settings = settings or Settings.from_env()
+    registry = registry if registry is not None else Registry()
+    app, backend = open_app(store_config(settings.database_url), create=False)
+    projector = Projector(app, backend)
+    queries = Queries(backend)
+    streams = Streams(app, backend)
+    ledger = Ledger(app, streams, projector, queries, clock)
+    cleanup = Cleanup(app, streams, projector, queries, registry, settings, clock, ledger)
+    reconciler = Reconciler(app, streams, projector, queries, registry, settings, clock)
+    return Runledger(
+        settings, app, backend, projector, queries, registry, ledger, cleanup, reconciler, clock
+    )

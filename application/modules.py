@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ModuleFn = Callable[..., Any]
+"""A module's function: plain or ``async``; it is always called with keyword arguments."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """A verb a step performs, and how to give back what it made.
+
+    - ``perform(params=, idempotency_key=, run_id=)`` answers ``{ok: true, resources: [...]}``.
+    - ``revert(resources=[{kind, ref, payload, member_key}], idempotency_key=, run_id=)`` gives
+      back a group; with no resources it gives back whatever it made under that key.
+    - ``reconcile(resources=[...], run_id=)`` answers ``{ok: true, in_force: [refs]}``.
+    """
+
+    id: str
+    module: str
+    perform: ModuleFn | None = None
+    revert: ModuleFn | None = None
+    reconcile: ModuleFn | None = None
+    budget_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A time-bounded override of one value on one target.
+
+    - ``apply(target=, value=, run_id=)`` answers ``{ok: true, baseline, applied}``.
+    - ``restore(baseline, expected=, run_id=, target=)`` puts the baseline back only if the
+      target still holds ``expected``; otherwise it answers ``{drifted: true, current}``.
+    """
+
+    id: str
+    module: str
+    apply: ModuleFn
+    restore: ModuleFn
+
+
+class RegistrationError(ValueError):
+    """A module tried to register something core cannot accept."""
+
+
+@dataclass
+class Registry:
+    """Every action and lease the loaded modules registered, by id."""
+
+    actions: dict[str, Action] = field(default_factory=dict)
+    leases: dict[str, Lease] = field(default_factory=dict)
+
+    def module(self, name: str) -> ModuleRegistrar:
+        return ModuleRegistrar(self, name)
+
+    def action(self, action_id: str | None) -> Action | None:
+        return None if action_id is None else self.actions.get(action_id)
+
+    def lease_for_ref(self, ref: str) -> tuple[Lease, str] | None:
+        """Find the lease an ``override`` entry names: its ref is ``<lease-id>#<target>``."""
+        lease_id, sep, target = ref.partition("#")
+        lease = self.leases.get(lease_id)
+        return (lease, target) if lease and sep else None
+
+
+@dataclass(frozen=True)
+class ModuleRegistrar:
+    """What a module's ``register`` receives: registration bound to that module's name."""
+
+    registry: Registry
+    module: str
+
+    def action(
+        self,
+        action_id: str,
+        *,
+        perform: ModuleFn | None = None,
+        revert: ModuleFn | None = None,
+        reconcile: ModuleFn | None = None,
+        budget_ms: int | None = None,
+    ) -> None:
+        if action_id in self.registry.actions:
+            raise RegistrationError(f"action {action_id!r} is already registered")
+        if budget_ms is not None and budget_ms <= 0:
+            raise RegistrationError(f"action {action_id!r}: budget_ms must be positive")
+        self.registry.actions[action_id] = Action(
+            action_id, self.module, perform, revert, reconcile, budget_ms
+        )
+
+    def lease(self, lease_id: str, *, apply: ModuleFn, restore: ModuleFn) -> None:
+        if "#" in lease_id or not lease_id:
+            raise RegistrationError(f"lease id {lease_id!r} must be non-empty and without '#'")
+        if lease_id in self.registry.leases:
+            raise RegistrationError(f"lease {lease_id!r} is already registered")
+        self.registry.leases[lease_id] = Lease(lease_id, self.module, apply, restore)

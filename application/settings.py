@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from pydantic import BaseModel, Field, ValidationError
+
+from application.errors import ConfigError
+
+DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
+_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+ENV_NAMES = {
+    "database_url": "RUNLEDGER_DATABASE_URL",
+    "max_revert_attempts": "EVENT_REVERT_MAX_ATTEMPTS",
+    "cleanup_run_batch": "EVENT_CLEANUP_RUN_BATCH",
+    "cleanup_groups_per_run": "EVENT_CLEANUP_GROUPS_PER_RUN",
+    "lease_max_s": "EVENT_LEASE_MAX_S",
+}
+
+
+class Settings(BaseModel, frozen=True):
+    """Every setting in one place, read from the environment at the composition root."""
+
+    database_url: str = DEFAULT_DATABASE_URL
+    max_revert_attempts: int = Field(3, ge=1)
+    cleanup_run_batch: int = Field(10, ge=1)
+    cleanup_groups_per_run: int = Field(25, ge=1)
+    lease_max_s: int = Field(86_400, ge=1)
+    default_budget_ms: int = Field(10_000, ge=1)
+    claim_slack_s: float = Field(30.0, ge=0)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        environ = os.environ if environ is None else environ
+        given = {field: environ[name] for field, name in ENV_NAMES.items() if environ.get(name)}
+        try:
+            return cls.model_validate(given)
+        except ValidationError as error:
+            first = error.errors()[0]
+            name = ENV_NAMES.get(str(first["loc"][0]), str(first["loc"][0]))
+            raise ConfigError(f"{name} is invalid: {first['msg']}") from None
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Where the ledger lives, as the library's own settings."""
+
+    engine: Literal["sqlite", "postgres"]
+    env: dict[str, str]
+    schema: str
+    display: str
+
+
+def store_config(url: str) -> StoreConfig:
+    """Map RUNLEDGER_DATABASE_URL onto the eventsourcing library's settings."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        path = unquote(url[len("sqlite:///") :]) if url.startswith("sqlite:///") else ""
+        if not path or ":memory:" in path:
+            raise ConfigError(
+                f"RUNLEDGER_DATABASE_URL {url!r} names no file: use sqlite:///path/to/file"
+            )
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "SQLITE_DBNAME": path,
+            "SQLITE_LOCK_TIMEOUT": "30",
+        }
+        return StoreConfig("sqlite", env, "", f"SQLite file {path}")
+    if parts.scheme in ("postgresql", "postgres"):
+        dbname = parts.path.lstrip("/")
+        if not parts.hostname or not dbname:
+            raise ConfigError(
+                f"RUNLEDGER_DATABASE_URL {url!r} needs a host and a database: "
+                "postgresql://user@host:port/db"
+            )
+        schema = parse_qs(parts.query).get("schema", [""])[0]
+        if schema and not _SCHEMA.match(schema):
+            raise ConfigError(f"schema {schema!r} is not a plain lower-case SQL name")
+        try:
+            port = str(parts.port or 5432)
+        except ValueError:
+            raise ConfigError(f"RUNLEDGER_DATABASE_URL {url!r} has a bad port") from None
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": dbname,
+            "POSTGRES_HOST": parts.hostname,
+            "POSTGRES_PORT": port,
+            "POSTGRES_USER": unquote(parts.username or "postgres"),
+            "POSTGRES_PASSWORD": unquote(parts.password or ""),
+            "POSTGRES_CONNECT_TIMEOUT": "5",
+            "POSTGRES_SCHEMA": schema,
+        }
+        where = f"PostgreSQL at {parts.hostname}:{port}/{dbname}"
+        return StoreConfig("postgres", env, schema, where)
+    raise ConfigError(
+        f"RUNLEDGER_DATABASE_URL {url!r} is not understood: use sqlite:///path "
+        "or postgresql://user@host:port/db"
+    )

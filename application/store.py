@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+from uuid import UUID
+
+import psycopg
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import PersistenceError
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+
+from application.errors import NotInitialised, StoreUnavailable
+from application.settings import StoreConfig
+from projections.backend import Backend
+from projections.postgres import PostgresBackend
+from projections.sqlite import SQLiteBackend
+
+A = TypeVar("A", bound=Aggregate)
+
+UNAVAILABLE = (PersistenceError, psycopg.Error, OSError)
+
+
+class LedgerApp(Application[UUID]):
+    """The event store of every ledger entry, run and run-log line."""
+
+    name = "Ledger"
+
+
+def open_app(config: StoreConfig, *, create: bool) -> tuple[LedgerApp, Backend]:
+    """Construct the application on the configured store and prove the store answers."""
+    env = {**config.env, "CREATE_TABLE": "y" if create else "n"}
+    try:
+        app = LedgerApp(env=env)
+        backend = _backend(app)
+        missing = [] if create else backend.missing_tables()
+    except UNAVAILABLE as error:
+        raise StoreUnavailable(f"cannot reach the {config.display}: {_first_line(error)}") from None
+    if missing:
+        app.close()
+        raise NotInitialised(
+            f"the {config.display} has no runledger tables ({', '.join(missing)}); "
+            "run `runledger init` first"
+        )
+    return app, backend
+
+
+def _backend(app: LedgerApp) -> Backend:
+    recorder: Any = app.recorder
+    datastore = recorder.datastore
+    if isinstance(datastore, PostgresDatastore):
+        return PostgresBackend(datastore, recorder.events_table_name)
+    if isinstance(datastore, SQLiteDatastore):
+        return SQLiteBackend(datastore, recorder.events_table_name)
+    raise StoreUnavailable(f"runledger does not support the {type(datastore).__name__} store")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+class Streams:
+    """Loads many aggregates in one query: the sweep works groups, not single entries."""
+
+    def __init__(self, app: LedgerApp, backend: Backend) -> None:
+        self.app = app
+        self.backend = backend
+
+    def load(self, cls: type[A], ids: Iterable[UUID]) -> dict[UUID, A]:
+        loaded: dict[UUID, Any] = {}
+        for stored in self.backend.select_streams(sorted(set(ids))):
+            event: Any = self.app.mapper.to_domain_event(stored)
+            loaded[event.originator_id] = event.mutate(loaded.get(event.originator_id))
+        for found in loaded.values():
+            if not isinstance(found, cls):
+                raise TypeError(f"{found.id} is a {type(found).__name__}, not a {cls.__name__}")
+        return loaded

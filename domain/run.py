@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import RunNotRunning
+
+RunStatus = Literal["running", "completed", "cancelled", "aborted"]
+TERMINAL: frozenset[str] = frozenset({"completed", "cancelled", "aborted"})
+
+
+class Run(Aggregate):
+    """The part of a run the ledger needs: that it started, and how it ended."""
+
+    class Started(Aggregate.Created):
+        name: str
+        at: datetime
+
+    class Completed(Aggregate.Event):
+        at: datetime
+
+    class Cancelled(Aggregate.Event):
+        by: str
+        cleanup: bool
+        at: datetime
+
+    class Aborted(Aggregate.Event):
+        reason: str
+        at: datetime
+
+    @classmethod
+    def start(cls, run_id: UUID, name: str, at: datetime) -> Run:
+        return cls._create(cls.Started, id=run_id, name=name, at=at)
+
+    @event(Started)
+    def __init__(self, name: str, at: datetime) -> None:
+        self.name = name
+        self.status: RunStatus = "running"
+        self.started_at = at
+        self.ended_at: datetime | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def complete(self, at: datetime) -> None:
+        self._guard_running()
+        self._completed(at=at)
+
+    def cancel(self, by: str, cleanup: bool, at: datetime) -> None:
+        self._guard_running()
+        self._cancelled(by=by, cleanup=cleanup, at=at)
+
+    def abort(self, reason: str, at: datetime) -> None:
+        self._guard_running()
+        self._aborted(reason=reason, at=at)
+
+    def _guard_running(self) -> None:
+        if self.is_terminal:
+            raise RunNotRunning(f"run {self.id} has already ended ({self.status})")
+
+    @event(Completed)
+    def _completed(self, at: datetime) -> None:
+        self.status = "completed"
+        self.ended_at = at
+
+    @event(Cancelled)
+    def _cancelled(self, by: str, cleanup: bool, at: datetime) -> None:
+        self.status = "cancelled"
+        self.ended_at = at
+
+    @event(Aborted)
+    def _aborted(self, reason: str, at: datetime) -> None:
+        self.status = "aborted"
+        self.ended_at = at

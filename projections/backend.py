@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from functools import cache
+from typing import Any, Protocol
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+
+TABLES = ("rl_tracking", "rl_runs", "rl_resources", "rl_run_log")
+
+
+class Cursor(Protocol):
+    def execute(self, statement: Any, params: Any = ...) -> Any: ...
+    def executemany(self, statement: Any, params: Any) -> Any: ...
+    def fetchall(self) -> Any: ...
+    def fetchone(self) -> Any: ...
+
+
+class Backend(ABC):
+    """What the projections and the bulk loader need from one engine."""
+
+    @abstractmethod
+    def transaction(self, *, commit: bool) -> AbstractContextManager[Cursor]:
+        """A transaction on the ledger's own store; commits on success when asked to."""
+
+    @abstractmethod
+    def placeholder(self) -> str:
+        """This engine's parameter marker."""
+
+    @abstractmethod
+    def qualify(self, table: str) -> str:
+        """A projection table's name as this store spells it."""
+
+    @abstractmethod
+    def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
+        """Every stored event of these aggregates, grouped by aggregate, in version order."""
+
+    @abstractmethod
+    def missing_tables(self) -> list[str]:
+        """The runledger tables this store does not have yet."""
+
+    def sql(self, statement: str) -> str:
+        """A statement written once, with {table} names and %s markers, for this engine."""
+        return _render(statement, self.placeholder(), tuple(self.qualify(t) for t in TABLES))
+
+    def markers(self, count: int) -> str:
+        return ", ".join([self.placeholder()] * count)
+
+
+@cache
+def _render(statement: str, marker: str, qualified: tuple[str, ...]) -> str:
+    names = dict(zip(TABLES, qualified, strict=True))
+    return statement.format(**names).replace("%s", marker)
+
+
+def chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.sql import SQL, Identifier
+
+from projections.backend import TABLES, Backend, Cursor
+
+
+class PostgresBackend(Backend):
+    def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
+        self.datastore = datastore
+        self.schema = datastore.schema or "public"
+        self.events_table = events_table
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[Cursor]:
+        with self.datastore.transaction(commit=commit) as cursor:
+            yield cursor
+
+    def placeholder(self) -> str:
+        return "%s"
+
+    def qualify(self, table: str) -> str:
+        return f'"{self.schema}".{table}'
+
+    def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
+        statement = SQL(
+            "SELECT originator_id, originator_version, topic, state FROM {}.{} "
+            "WHERE originator_id = ANY(%s) ORDER BY originator_id, originator_version"
+        ).format(Identifier(self.schema), Identifier(self.events_table))
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(statement, [list(ids)])
+            return [
+                StoredEvent(
+                    originator_id=row["originator_id"],
+                    originator_version=row["originator_version"],
+                    topic=row["topic"],
+                    state=bytes(row["state"]),
+                )
+                for row in cursor.fetchall()
+            ]
+
+    def missing_tables(self) -> list[str]:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                [self.schema],
+            )
+            present = {row["table_name"] for row in cursor.fetchall()}
+        return [t for t in (self.events_table, *TABLES) if t not in present]

@@ -1,0 +1,221 @@
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from domain.status import CleanupStatus, cleanup_status
+from projections.backend import Backend
+from projections.schema import OPEN_STATES, UNRESOLVED_STATES
+
+
+def _time(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _json(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    entry_id: UUID
+    run_id: UUID
+    step: str
+    kind: str
+    ref: str
+    module: str
+    action: str | None
+    idempotency_key: str
+    payload: Any
+    member_key: str | None
+    until: datetime | None
+    status: str
+    attempts: int
+    terminal: bool
+    claim_worker: str | None
+    claim_expires: datetime | None
+    last_error: str | None
+    drift_current: Any
+    version: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.ref}"
+
+    @classmethod
+    def of(cls, row: Any) -> EntryRow:
+        return cls(
+            entry_id=UUID(row["entry_id"]), run_id=UUID(row["run_id"]), step=row["step"],
+            kind=row["kind"], ref=row["ref"], module=row["module"], action=row["action"],
+            idempotency_key=row["idempotency_key"], payload=_json(row["payload"]),
+            member_key=row["member_key"], until=_time(row["until"]), status=row["status"],
+            attempts=row["attempts"], terminal=bool(row["terminal"]),
+            claim_worker=row["claim_worker"], claim_expires=_time(row["claim_expires"]),
+            last_error=row["last_error"], drift_current=_json(row["drift_current"]),
+            version=row["version"],
+        )
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: UUID
+    name: str
+    status: str
+    cleanup_status: CleanupStatus
+    entries: int
+    unresolved: int
+    ended_by: str | None
+    end_reason: str | None
+
+
+@dataclass(frozen=True)
+class LogLine:
+    position: int
+    run_id: UUID
+    at: datetime
+    kind: str
+    detail: dict[str, Any]
+
+
+# Work automatic cleanup may still do: retryable entries, and attempts in flight.
+_OPEN = (
+    f"r.status IN {OPEN_STATES} AND r.terminal = 0 AND "
+    "(r.attempts < %s OR (r.claim_expires IS NOT NULL AND r.claim_expires > %s))"
+)
+_RETRYABLE = (
+    f"r.status IN {OPEN_STATES} AND r.terminal = 0 AND r.attempts < %s "
+    "AND (r.claim_expires IS NULL OR r.claim_expires <= %s)"
+)
+
+
+class Queries:
+    """Reads over the projections. Every answer is a function of the projected rows."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
+        with self.backend.transaction(commit=False) as cursor:
+            cursor.execute(self.backend.sql(statement), params)
+            return list(cursor.fetchall())
+
+    def run(self, run_id: UUID, now: datetime, max_attempts: int) -> RunRow | None:
+        found = self.runs([run_id], now, max_attempts)
+        return found[0] if found else None
+
+    def runs(self, run_ids: list[UUID], now: datetime, max_attempts: int) -> list[RunRow]:
+        if not run_ids:
+            return []
+        rows = self._rows(
+            f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
+                COUNT(r.entry_id) AS entries,
+                SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
+                SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
+            FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
+            WHERE u.run_id IN ({self.backend.markers(len(run_ids))})
+            GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at
+            ORDER BY u.started_at, u.run_id""",
+            [max_attempts, now.timestamp(), *[str(r) for r in run_ids]],
+        )
+        return [
+            RunRow(
+                run_id=UUID(row["run_id"]), name=row["name"], status=row["status"],
+                cleanup_status=cleanup_status(
+                    running=row["status"] == "running", entries=int(row["entries"]),
+                    unresolved=int(row["unresolved"] or 0), open_=int(row["open"] or 0),
+                ),
+                entries=int(row["entries"]), unresolved=int(row["unresolved"] or 0),
+                ended_by=row["ended_by"], end_reason=row["end_reason"],
+            )
+            for row in rows
+        ]
+
+    def entries(self, run_id: UUID) -> list[EntryRow]:
+        rows = self._rows(
+            "SELECT * FROM {rl_resources} WHERE run_id = %s ORDER BY recorded_at, entry_id",
+            [str(run_id)],
+        )
+        return [EntryRow.of(row) for row in rows]
+
+    def entry(self, entry_id: UUID) -> EntryRow | None:
+        rows = self._rows("SELECT * FROM {rl_resources} WHERE entry_id = %s", [str(entry_id)])
+        return EntryRow.of(rows[0]) if rows else None
+
+    def log(self, run_id: UUID) -> list[LogLine]:
+        rows = self._rows(
+            "SELECT * FROM {rl_run_log} WHERE run_id = %s ORDER BY position", [str(run_id)]
+        )
+        return [
+            LogLine(
+                position=int(row["position"]), run_id=UUID(row["run_id"]),
+                at=datetime.fromtimestamp(row["at"], UTC), kind=row["kind"],
+                detail=json.loads(row["detail"]),
+            )
+            for row in rows
+        ]
+
+    def candidate_runs(self, now: datetime, max_attempts: int, limit: int) -> list[UUID]:
+        """Runs with something the sweep may work now: terminal runs with retryable entries,
+        and running runs holding a lease past its ``until``. Served by the open-entries index."""
+        stamp = now.timestamp()
+        rows = self._rows(
+            f"""SELECT DISTINCT r.run_id FROM {{rl_resources}} r
+            JOIN {{rl_runs}} u ON u.run_id = r.run_id
+            WHERE {_RETRYABLE}
+              AND (u.status <> 'running' OR (r.kind = 'override' AND r.until <= %s))
+            LIMIT %s""",
+            [max_attempts, stamp, stamp, limit],
+        )
+        return [UUID(row["run_id"]) for row in rows]
+
+    def retryable_entries(
+        self, run_id: UUID, now: datetime, max_attempts: int, *, overdue_leases_only: bool
+    ) -> list[EntryRow]:
+        stamp = now.timestamp()
+        lease_clause = "AND r.kind = 'override' AND r.until <= %s" if overdue_leases_only else ""
+        params: list[Any] = [str(run_id), max_attempts, stamp]
+        if overdue_leases_only:
+            params.append(stamp)
+        rows = self._rows(
+            f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s AND {_RETRYABLE}
+            {lease_clause} ORDER BY r.recorded_at, r.entry_id""",
+            params,
+        )
+        return [EntryRow.of(row) for row in rows]
+
+    def unresolved_entries(self, run_id: UUID) -> list[EntryRow]:
+        rows = self._rows(
+            f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s
+            AND r.status IN {UNRESOLVED_STATES} ORDER BY r.recorded_at, r.entry_id""",
+            [str(run_id)],
+        )
+        return [EntryRow.of(row) for row in rows]
+
+    def live_named_entries(self, module: str) -> list[EntryRow]:
+        rows = self._rows(
+            f"""SELECT * FROM {{rl_resources}} r WHERE r.module = %s
+            AND r.status IN {UNRESOLVED_STATES} AND r.status IN ('live', 'failing')
+            AND r.kind <> '@step' AND r.kind <> 'override'
+            ORDER BY r.recorded_at, r.entry_id""",
+            [module],
+        )
+        return [EntryRow.of(row) for row in rows]
+
+    def unresolved_matching(self, module: str, kind: str, ref: str) -> list[EntryRow]:
+        rows = self._rows(
+            f"""SELECT * FROM {{rl_resources}} r WHERE r.module = %s AND r.kind = %s
+            AND r.ref = %s AND r.status IN {UNRESOLVED_STATES}""",
+            [module, kind, ref],
+        )
+        return [EntryRow.of(row) for row in rows]
+
+    def modules_with_live_entries(self) -> list[str]:
+        rows = self._rows(
+            f"""SELECT DISTINCT r.module FROM {{rl_resources}} r
+            WHERE r.status IN {UNRESOLVED_STATES} ORDER BY r.module""",
+            [],
+        )
+        return [row["module"] for row in rows]

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.sqlite import SQLiteDatastore
+
+from projections.backend import TABLES, Backend, Cursor, chunks
+
+
+class SQLiteBackend(Backend):
+    def __init__(self, datastore: SQLiteDatastore, events_table: str) -> None:
+        self.datastore = datastore
+        self.events_table = events_table
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[Cursor]:
+        with self.datastore.transaction(commit=commit) as cursor:
+            yield cursor
+
+    def placeholder(self) -> str:
+        return "?"
+
+    def qualify(self, table: str) -> str:
+        return table
+
+    def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
+        found: list[StoredEvent] = []
+        with self.transaction(commit=False) as cursor:
+            for part in chunks(list(ids)):
+                cursor.execute(
+                    f"SELECT originator_id, originator_version, topic, state "
+                    f"FROM {self.events_table} WHERE originator_id IN ({self.markers(len(part))}) "
+                    "ORDER BY originator_id, originator_version",
+                    [i.hex for i in part],
+                )
+                found.extend(
+                    StoredEvent(
+                        originator_id=UUID(row["originator_id"]),
+                        originator_version=row["originator_version"],
+                        topic=row["topic"],
+                        state=row["state"],
+                    )
+                    for row in cursor.fetchall()
+                )
+        return found
+
+    def missing_tables(self) -> list[str]:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            present = {row["name"] for row in cursor.fetchall()}
+        return [t for t in (self.events_table, *TABLES) if t not in present]
