@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder
+from freezegun.api import FakeDatetime
+
+from application.bootstrap import Runledger, bootstrap, init_store
+from application.modules import Registry
+from application.settings import Settings
+from application.store import LedgerApp
+
+PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+REQUIRE_PG = os.environ.get("RUNLEDGER_REQUIRE_POSTGRES") == "1"
+
+
+class FakeDatetimeAsISO(DatetimeAsISO):
+    """freezegun's datetimes are a subclass the transcoder does not know; store them alike."""
+
+    type = FakeDatetime
+
+
+_register = LedgerApp.register_transcodings
+
+
+def _register_with_fake_datetime(self: LedgerApp, transcoder: JSONTranscoder) -> None:
+    _register(self, transcoder)
+    transcoder.register(FakeDatetimeAsISO())
+
+
+LedgerApp.register_transcodings = _register_with_fake_datetime  # type: ignore[method-assign]
+
+
+def _pg_available() -> str | None:
+    try:
+        with psycopg.connect(PG_ADMIN, connect_timeout=3):
+            return None
+    except psycopg.Error as error:
+        return str(error).splitlines()[0]
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> str:
+    problem = _pg_available()
+    if problem:
+        if REQUIRE_PG:
+            pytest.fail(f"PostgreSQL is required here but not reachable: {problem}")
+        pytest.skip(f"no PostgreSQL server: {problem}")
+    return PG_ADMIN
+
+
+def new_pg_url(admin: str) -> str:
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{admin}?schema={schema}"
+
+
+def drop_pg_url(admin: str, url: str) -> None:
+    schema = url.rsplit("schema=", 1)[1]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An initialised, empty store: an SQLite file, or a private PostgreSQL schema."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
+        init_store(Settings(database_url=url))
+        yield url
+        return
+    admin = request.getfixturevalue("pg_admin")
+    url = new_pg_url(admin)
+    init_store(Settings(database_url=url))
+    yield url
+    drop_pg_url(admin, url)
+
+
+@pytest.fixture
+def registry() -> Registry:
+    return Registry()
+
+
+Factory = Callable[..., Runledger]
+
+
+@pytest.fixture
+def make_runledger(store_url: str, registry: Registry) -> Iterator[Factory]:
+    """Build runledgers on the test's store; every one is closed at the end."""
+    opened: list[Runledger] = []
+
+    def make(**settings: object) -> Runledger:
+        rl = bootstrap(Settings(database_url=store_url, **settings), registry)  # type: ignore[arg-type]
+        opened.append(rl)
+        return rl
+
+    yield make
+    for rl in opened:
+        rl.close()
+
+
+@pytest.fixture
+def rl(make_runledger: Factory) -> Runledger:
+    return make_runledger()
