@@ -5,12 +5,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from application.cleanup import Cleanup
+from application.errors import StoreUnavailable
 from application.ledger import Ledger
 from application.modules import Registry
 from application.reconcile import Reconciler
 from application.settings import Settings, store_config
 from application.store import UNAVAILABLE, LedgerApp, Streams, open_app
-from application.errors import StoreUnavailable
 from projections.backend import Backend
 from projections.projector import Projector
 from projections.queries import Queries

@@ -18,7 +18,7 @@ from application.modules import Registry
 from application.settings import Settings
 from application.store import LedgerApp, Streams
 from domain.errors import DomainError
-from domain.resource import Resource
+from domain.resource import FailureMode, Resource
 from domain.run import TERMINAL
 from domain.runlog import LogEntry
 from projections.projector import Projector
@@ -262,8 +262,9 @@ class Cleanup:
         kind = "cleanup.reverted" if verdict.outcome == "done" and not verdict.failed else (
             "cleanup.drifted" if verdict.outcome == "drifted" else "cleanup.failed"
         )
+        # The verdict's own version names this call: an attempt number repeats after a reset.
         return LogEntry(
-            key=f"call|{first.id}|{first.attempts}", run_id=run_id, kind=kind, detail=detail,
+            key=f"call|{first.id}|{first.version}", run_id=run_id, kind=kind, detail=detail,
             at=now,
         )
 
@@ -284,7 +285,7 @@ class Cleanup:
             entry.mark_drifted(worker, attempt, verdict.current, verdict.error or "drifted", now)
             summary.drifted += 1
         else:
-            mode = "terminal" if verdict.outcome == "terminal" else "retry"
+            mode: FailureMode = "terminal" if verdict.outcome == "terminal" else "retry"
             entry.fail_revert(worker, attempt, mode, verdict.error or "refused", now)
             summary.failed += 1
 

@@ -34,7 +34,9 @@ class NamedResource(BaseModel):
     until: datetime | None = None
 
 
-def save_with_retry(app: LedgerApp, build: Callable[[], Sequence[Aggregate]], tries: int = 3) -> int:
+def save_with_retry(
+    app: LedgerApp, build: Callable[[], Sequence[Aggregate]], tries: int = 3
+) -> int:
     """Load, decide and save; when another writer got there first, decide again on fresh state.
 
     Answers how many aggregates the winning save changed.
@@ -187,7 +189,7 @@ class Ledger:
 
     def get_run(self, run_id: UUID) -> Run:
         try:
-            run = self.app.repository.get(run_id)
+            run: object = self.app.repository.get(run_id)
         except AggregateNotFoundError:
             raise NotFound(f"no run {run_id}") from None
         if not isinstance(run, Run):
@@ -196,7 +198,7 @@ class Ledger:
 
     def _entry(self, entry_id: UUID) -> Resource:
         try:
-            entry = self.app.repository.get(entry_id)
+            entry: object = self.app.repository.get(entry_id)
         except AggregateNotFoundError:
             raise NotFound(f"no ledger entry {entry_id}") from None
         if not isinstance(entry, Resource):

@@ -75,9 +75,10 @@ class Reconciler:
         self.projector.catch_up()
         summary = ReconcileSummary()
         rows = self.queries.live_named_entries(owner)
-        key: Callable[[EntryRow], tuple[str, str, str]] = lambda r: (
-            r.step, r.idempotency_key, r.action or ""
-        )
+
+        def key(row: EntryRow) -> tuple[str, str, str]:
+            return (row.step, row.idempotency_key, row.action or "")
+
         for _, members in groupby(sorted(rows, key=key), key=key):
             self._reconcile_group(owner, list(members), summary)
         self.projector.catch_up()

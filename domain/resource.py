@@ -224,7 +224,9 @@ class Resource(Aggregate):
         self.state = "superseded"
 
     @event(RevertClaimed)
-    def _revert_claimed(self, attempt: int, worker: str, expires_at: datetime, at: datetime) -> None:
+    def _revert_claimed(
+        self, attempt: int, worker: str, expires_at: datetime, at: datetime
+    ) -> None:
         self.attempts = attempt
         self.claim_worker = worker
         self.claim_expires_at = expires_at

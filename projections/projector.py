@@ -15,7 +15,8 @@ PAGE = 2_000
 
 
 class View(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def topics(self) -> set[str]: ...
 

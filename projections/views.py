@@ -68,10 +68,9 @@ class RowView:
     def _load(self, backend: Backend, cursor: Cursor, ids: list[str]) -> dict[str, Row]:
         found: dict[str, Row] = {}
         for part in chunks(ids):
+            markers = backend.markers(len(part))
             cursor.execute(
-                backend.sql(
-                    f"SELECT * FROM {{{self.table}}} WHERE {self.key} IN ({backend.markers(len(part))})"
-                ),
+                backend.sql(f"SELECT * FROM {{{self.table}}} WHERE {self.key} IN ({markers})"),
                 list(part),
             )
             for row in cursor.fetchall():

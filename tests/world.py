@@ -59,7 +59,8 @@ class World:
 
     def _reconcile(self, action: str) -> Callable[..., Any]:
         def reconcile(resources: list[dict[str, Any]], run_id: str) -> Any:
-            return self.in_force.get(action, {"ok": True, "in_force": [r["ref"] for r in resources]})
+            everything = {"ok": True, "in_force": [r["ref"] for r in resources]}
+            return self.in_force.get(action, everything)
 
         return reconcile
 
