@@ -74,6 +74,9 @@ def runs(limit: Annotated[int, typer.Option(help="how many runs")] = 20) -> None
     with _guarded(bootstrap) as rl:
         rl.projector.catch_up()
         ids = _recent_runs(rl, limit)
+        if not ids:
+            console.print("No runs yet.")
+            return
         _show_runs(rl, ids, with_log=False)
 
 
@@ -82,7 +85,10 @@ def log(run_id: UUID) -> None:
     """Show one run's log."""
     with _guarded(bootstrap) as rl:
         rl.projector.catch_up()
-        _guarded(lambda: _show_runs(rl, [run_id]))
+        if rl.queries.run(run_id, rl.clock(), rl.settings.max_revert_attempts) is None:
+            console.print(f"[red]runledger:[/] no run {run_id}")
+            raise typer.Exit(2)
+        _show_runs(rl, [run_id])
 
 
 def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
@@ -96,8 +102,6 @@ def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
 
 def _show_runs(rl: Runledger, run_ids: list[UUID], with_log: bool = True) -> None:
     rows = rl.queries.runs(run_ids, rl.clock(), rl.settings.max_revert_attempts)
-    if not rows:
-        raise RunledgerError("no such run")
     table = Table("run", "status", "cleanup", "entries", "unresolved", title="Runs")
     for row in rows:
         style = STATUS_STYLE[row.cleanup_status]

@@ -5,6 +5,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
+from psycopg.sql import SQL, Identifier
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import PersistenceError
@@ -32,6 +33,7 @@ def open_app(config: StoreConfig, *, create: bool) -> tuple[LedgerApp, Backend]:
     """Construct the application on the configured store and prove the store answers."""
     env = {**config.env, "CREATE_TABLE": "y" if create else "n"}
     try:
+        _probe(config, create_schema=create)
         app = LedgerApp(env=env)
         backend = _backend(app)
         missing = [] if create else backend.missing_tables()
@@ -44,6 +46,20 @@ def open_app(config: StoreConfig, *, create: bool) -> tuple[LedgerApp, Backend]:
             "run `runledger init` first"
         )
     return app, backend
+
+
+def _probe(config: StoreConfig, *, create_schema: bool) -> None:
+    """Ask the server directly first: the pool would only say it waited, not why."""
+    if config.engine != "postgres":
+        return
+    env = config.env
+    with psycopg.connect(
+        host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"], dbname=env["POSTGRES_DBNAME"],
+        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"],
+        connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]), autocommit=True,
+    ) as conn:
+        if create_schema and config.schema:
+            conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(config.schema)))
 
 
 def _backend(app: LedgerApp) -> Backend:

@@ -47,6 +47,15 @@ class Projector:
     def create_tables(self) -> None:
         create_tables(self.backend, [v.name for v in self.views])
 
+    def rebuild(self) -> int:
+        """Empty every view and replay the store from position zero."""
+        with self.backend.transaction(commit=True) as cursor:
+            self._lock(cursor)
+            for table in ("rl_runs", "rl_resources", "rl_run_log"):
+                cursor.execute(self.backend.sql(f"DELETE FROM {{{table}}}"))
+            cursor.execute(self.backend.sql("UPDATE {rl_tracking} SET position = 0"))
+        return self.catch_up()
+
     def positions(self) -> dict[str, int]:
         with self.backend.transaction(commit=False) as cursor:
             cursor.execute(self.backend.sql("SELECT name, position FROM {rl_tracking}"))
