@@ -5,12 +5,12 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
-from psycopg.sql import SQL, Identifier
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
+from psycopg.sql import SQL, Identifier
 
 from application.errors import NotInitialised, StoreUnavailable
 from application.settings import StoreConfig
