@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from application.bootstrap import Runledger
+from projections.views import ResourcesView
+from tests.conftest import Factory
+
+
+def dump(rl: Runledger) -> dict[str, list[tuple[Any, ...]]]:
+    tables = {"rl_runs": "run_id", "rl_resources": "entry_id", "rl_run_log": "position"}
+    found = {}
+    with rl.backend.transaction(commit=False) as cursor:
+        for table, key in tables.items():
+            cursor.execute(rl.backend.sql(f"SELECT * FROM {{{table}}} ORDER BY {key}"))
+            # sqlite3.Row iterates over values, so the keys are asked for by name
+            found[table] = [tuple(row[k] for k in row.keys()) for row in cursor.fetchall()]  # noqa: SIM118
+    return found
+
+
+def ledger_a_run(rl: Runledger, name: str = "festival") -> Any:
+    run = rl.ledger.start_run(name)
+    placeholder = rl.ledger.record_placeholder(run, "spawn", "world", "world.spawn", f"{run}:k")
+    rl.ledger.supersede(placeholder, [{"kind": "creature", "ref": f"c{i}"} for i in range(3)])
+    rl.ledger.complete_run(run)
+    return run
+
+
+def test_a_reader_can_wait_for_a_write_another_process_made(make_runledger: Factory) -> None:
+    writer, reader = make_runledger(), make_runledger()
+    run = ledger_a_run(writer)
+    position = writer.app.recorder.max_notification_id()
+    assert reader.queries.run(run, reader.clock(), 3) is None
+    reader.projector.wait_for(position, timeout=5)
+    found = reader.queries.run(run, reader.clock(), 3)
+    assert found is not None and found.entries == 4
+
+
+def test_a_rebuild_from_position_zero_gives_identical_tables(rl: Runledger) -> None:
+    for name in ("a", "b", "c"):
+        ledger_a_run(rl, name)
+    rl.projector.catch_up()
+    before = dump(rl)
+    assert len(before["rl_resources"]) == 12
+    rl.projector.rebuild()
+    assert dump(rl) == before
+
+
+def test_rows_and_position_commit_together_or_not_at_all(
+    rl: Runledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger_a_run(rl)
+    original = ResourcesView.process
+
+    def fail_after_writing(self: ResourcesView, *args: Any) -> None:
+        original(self, *args)
+        raise RuntimeError("the projection host lost power")
+
+    monkeypatch.setattr(ResourcesView, "process", fail_after_writing)
+    with pytest.raises(RuntimeError):
+        rl.projector.catch_up()
+    assert rl.projector.positions() == {"runs": 0, "resources": 0, "run_log": 0}
+    assert dump(rl) == {"rl_runs": [], "rl_resources": [], "rl_run_log": []}
+    monkeypatch.undo()
+    rl.projector.catch_up()
+    assert len(dump(rl)["rl_resources"]) == 4
+
+
+def test_catching_up_twice_applies_nothing_twice(make_runledger: Factory) -> None:
+    first, second = make_runledger(), make_runledger()
+    ledger_a_run(first)
+    first.projector.catch_up()
+    second.projector.catch_up()
+    assert len(dump(first)["rl_run_log"]) == 2
+    assert dump(first) == dump(second)
+
+
+def test_the_sweeps_candidate_query_reads_the_open_entries_index(rl: Runledger) -> None:
+    ledger_a_run(rl)
+    rl.projector.catch_up()
+    statement = """SELECT DISTINCT r.run_id FROM {rl_resources} r
+        JOIN {rl_runs} u ON u.run_id = r.run_id
+        WHERE r.status IN ('placeholder', 'live', 'failing', 'orphaned') AND r.terminal = 0
+          AND r.attempts < 3 AND (r.claim_expires IS NULL OR r.claim_expires <= 0)
+          AND (u.status <> 'running' OR (r.kind = 'override' AND r.until <= 0)) LIMIT 10"""
+    sqlite = rl.backend.placeholder() == "?"
+    with rl.backend.transaction(commit=False) as cursor:
+        if not sqlite:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        explain = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
+        cursor.execute(explain + rl.backend.sql(statement))
+        plan = " ".join(str([row[k] for k in row.keys()]) for row in cursor.fetchall())  # noqa: SIM118
+    assert "rl_resources_open" in plan
