@@ -3,11 +3,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Strict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from application.deadline import Outcome, Raised, TimedOut
+from domain.resource import MAX_KIND, MAX_REF
 
 VerdictKind = Literal["done", "drifted", "terminal", "retry"]
 
@@ -44,6 +46,29 @@ class RevertRefused(_Answer):
     ok: IsFalse
     retry: IsFalse
     error: str
+
+
+class NamedResource(BaseModel):
+    """A resource a dispatch named: the module's opaque names and what it needs to give it back."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str = Field(min_length=1, max_length=MAX_KIND)
+    ref: str = Field(min_length=1, max_length=MAX_REF)
+    payload: dict[str, Any] | None = None
+    member_key: str | None = None
+    until: datetime | None = None
+
+
+class PerformDone(_Answer):
+    ok: IsTrue
+    resources: list[NamedResource]
+
+
+class ApplyDone(_Answer):
+    ok: IsTrue
+    baseline: Any
+    applied: Any
 
 
 class ReconcileAnswer(_Answer):
@@ -96,6 +121,23 @@ def classify_revert(outcome: Outcome, what: str) -> Verdict:
     if isinstance(raw, dict) and isinstance(raw.get("error"), str) and raw.get("ok") is False:
         return Verdict("retry", raw["error"])
     return Verdict("retry", f"{what} answered {_show(raw)}, which is not a revert answer")
+
+
+def parse_perform(outcome: Outcome, what: str) -> PerformDone | str:
+    """The resources a perform named, or a readable reason why it did not succeed."""
+    if isinstance(outcome, TimedOut):
+        return f"{what} did not answer within {outcome.seconds:g}s"
+    if isinstance(outcome, Raised):
+        return f"{what} raised {type(outcome.error).__name__}: {outcome.error}"
+    raw = outcome.value
+    if isinstance(raw, dict) and raw.get("ok") is True and "resources" in raw:
+        try:
+            return PerformDone.model_validate(raw, strict=False)
+        except ValidationError as error:
+            return f"{what} named a malformed resource: {error.errors()[0]['msg']}"
+    if isinstance(raw, dict) and isinstance(raw.get("error"), str):
+        return str(raw["error"])
+    return f"{what} answered {_show(raw)}, which is not a perform answer"
 
 
 def parse_reconcile(outcome: Outcome) -> frozenset[str] | None:

@@ -6,9 +6,12 @@ from datetime import UTC, datetime
 
 from application.cleanup import Cleanup
 from application.errors import StoreUnavailable
+from application.leases import CoreLease
 from application.ledger import Ledger
 from application.modules import Registry
 from application.reconcile import Reconciler
+from application.runner import Runner
+from application.runs import Runs
 from application.settings import Settings, store_config
 from application.store import UNAVAILABLE, LedgerApp, Streams, open_app
 from projections.backend import Backend
@@ -33,7 +36,11 @@ class Runledger:
     ledger: Ledger
     cleanup: Cleanup
     reconciler: Reconciler
+    runs: Runs
     clock: Callable[[], datetime]
+
+    def runner(self, worker: str) -> Runner:
+        return Runner(self.runs, self.cleanup, self.reconciler, worker)
 
     def close(self) -> None:
         self.app.close()
@@ -74,6 +81,11 @@ def bootstrap(
     ledger = Ledger(app, streams, projector, queries, clock)
     cleanup = Cleanup(app, streams, projector, queries, registry, settings, clock, ledger)
     reconciler = Reconciler(app, streams, projector, queries, registry, settings, clock)
+    core_lease = CoreLease(app, registry, settings, clock)
+    runs = Runs(
+        app, streams, projector, queries, registry, settings, clock, ledger, core_lease
+    )
     return Runledger(
-        settings, app, backend, projector, queries, registry, ledger, cleanup, reconciler, clock
+        settings, app, backend, projector, queries, registry, ledger, cleanup, reconciler, runs,
+        clock,
     )

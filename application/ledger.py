@@ -8,30 +8,19 @@ from uuid import UUID, uuid4
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from application.answers import NamedResource
 from application.errors import BadRequest, NotFound
 from application.store import LedgerApp, Streams
 from domain.errors import RunNotRunning
-from domain.resource import LEASE_KIND, MAX_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
+from domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from domain.run import Run
 from domain.runlog import LogEntry
 from projections.projector import Projector
 from projections.queries import Queries
 
 Clock = Callable[[], datetime]
-
-
-class NamedResource(BaseModel):
-    """A resource a dispatch named: the module's opaque names and what it needs to give it back."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: str = Field(min_length=1, max_length=MAX_KIND)
-    ref: str = Field(min_length=1, max_length=MAX_REF)
-    payload: dict[str, Any] | None = None
-    member_key: str | None = None
-    until: datetime | None = None
 
 
 def save_with_retry(
@@ -125,7 +114,10 @@ class Ledger:
         )
 
     def supersede(
-        self, placeholder_id: UUID, resources: Sequence[dict[str, Any] | NamedResource]
+        self,
+        placeholder_id: UUID,
+        resources: Sequence[dict[str, Any] | NamedResource],
+        also: Sequence[Aggregate] = (),
     ) -> list[UUID]:
         """The dispatch answered: record what it named and retire its placeholder, atomically."""
         try:
@@ -145,7 +137,7 @@ class Ledger:
             if i not in existing
         ]
         placeholder.supersede(now)
-        self.app.save(placeholder, *created)
+        self.app.save(placeholder, *created, *also)
         return ids
 
     def claim(self, entry_id: UUID, worker: str, expires_at: datetime, max_attempts: int) -> bool:

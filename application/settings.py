@@ -19,6 +19,7 @@ ENV_NAMES = {
     "max_revert_attempts": "EVENT_REVERT_MAX_ATTEMPTS",
     "cleanup_run_batch": "EVENT_CLEANUP_RUN_BATCH",
     "cleanup_groups_per_run": "EVENT_CLEANUP_GROUPS_PER_RUN",
+    "advance_run_batch": "EVENT_RUN_BATCH",
     "lease_max_s": "EVENT_LEASE_MAX_S",
 }
 
@@ -30,6 +31,7 @@ class Settings(BaseModel, frozen=True):
     max_revert_attempts: int = Field(3, ge=1)
     cleanup_run_batch: int = Field(10, ge=1)
     cleanup_groups_per_run: int = Field(25, ge=1)
+    advance_run_batch: int = Field(50, ge=1)
     lease_max_s: int = Field(86_400, ge=1)
     default_budget_ms: int = Field(10_000, ge=1)
     claim_slack_s: float = Field(30.0, ge=0)

@@ -23,3 +23,7 @@ class NotAPlaceholder(DomainError):
 
 class RunNotRunning(DomainError):
     """The run has already ended."""
+
+
+class PhaseOutOfOrder(DomainError):
+    """A phase can only advance to the next one."""

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import RunNotRunning
+from domain.errors import PhaseOutOfOrder, RunNotRunning
 
 RunStatus = Literal["running", "completed", "cancelled", "aborted"]
 TERMINAL: frozenset[str] = frozenset({"completed", "cancelled", "aborted"})
@@ -17,6 +17,12 @@ class Run(Aggregate):
 
     class Started(Aggregate.Created):
         name: str
+        at: datetime
+        spec: dict[str, Any] | None = None
+
+    class PhaseAdvanced(Aggregate.Event):
+        phase: int
+        by: str | None
         at: datetime
 
     class Completed(Aggregate.Event):
@@ -32,15 +38,27 @@ class Run(Aggregate):
         at: datetime
 
     @classmethod
-    def start(cls, run_id: UUID, name: str, at: datetime) -> Run:
-        return cls._create(cls.Started, id=run_id, name=name, at=at)
+    def start(
+        cls, run_id: UUID, name: str, at: datetime, spec: dict[str, Any] | None = None
+    ) -> Run:
+        return cls._create(cls.Started, id=run_id, name=name, at=at, spec=spec)
 
     @event(Started)
-    def __init__(self, name: str, at: datetime) -> None:
+    def __init__(self, name: str, at: datetime, spec: dict[str, Any] | None = None) -> None:
         self.name = name
+        self.spec = spec
         self.status: RunStatus = "running"
         self.started_at = at
         self.ended_at: datetime | None = None
+        self.phase = 0
+        self.phase_started_at = at
+
+    def advance_phase(self, to: int, by: str | None, at: datetime) -> None:
+        """Move to phase ``to``; one past the last phase is not a phase: complete instead."""
+        self._guard_running()
+        if to != self.phase + 1:
+            raise PhaseOutOfOrder(f"run {self.id} is in phase {self.phase}, not {to - 1}")
+        self._phase_advanced(phase=to, by=by, at=at)
 
     @property
     def is_terminal(self) -> bool:
@@ -61,6 +79,11 @@ class Run(Aggregate):
     def _guard_running(self) -> None:
         if self.is_terminal:
             raise RunNotRunning(f"run {self.id} has already ended ({self.status})")
+
+    @event(PhaseAdvanced)
+    def _phase_advanced(self, phase: int, by: str | None, at: datetime) -> None:
+        self.phase = phase
+        self.phase_started_at = at
 
     @event(Completed)
     def _completed(self, at: datetime) -> None:

@@ -212,6 +212,13 @@ class Queries:
         )
         return [EntryRow.of(row) for row in rows]
 
+    def running_runs(self, limit: int) -> list[UUID]:
+        rows = self._rows(
+            "SELECT run_id FROM {rl_runs} WHERE status = 'running' ORDER BY started_at LIMIT %s",
+            [limit],
+        )
+        return [UUID(row["run_id"]) for row in rows]
+
     def modules_with_live_entries(self) -> list[str]:
         rows = self._rows(
             f"""SELECT DISTINCT r.module FROM {{rl_resources}} r

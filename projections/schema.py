@@ -28,6 +28,8 @@ STATEMENTS = [
     f"""CREATE INDEX IF NOT EXISTS rl_resources_target ON {{rl_resources}} (module, kind, ref)
         WHERE status IN {UNRESOLVED_STATES}""",
     "CREATE INDEX IF NOT EXISTS rl_resources_run ON {rl_resources} (run_id, recorded_at)",
+    """CREATE INDEX IF NOT EXISTS rl_runs_running ON {rl_runs} (started_at)
+        WHERE status = 'running'""",
     """CREATE TABLE IF NOT EXISTS {rl_run_log} (
         position BIGINT PRIMARY KEY, run_id TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
         kind TEXT NOT NULL, detail TEXT NOT NULL)""",

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from application.answers import ApplyDone, _parse
+from application.deadline import call_with_deadline
+from application.modules import Action, Registry
+from application.settings import Settings
+from application.store import LedgerApp
+from domain.reservation import Reservation
+from domain.run import Run
+
+CORE_LEASE = "core.lease"
+
+
+class LeaseParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lease: str = Field(min_length=1)
+    target: str = Field(min_length=1, max_length=120)
+    value: Any
+    duration_s: float = Field(gt=0)
+
+
+def refused(error: str) -> dict[str, Any]:
+    return {"ok": False, "retry": False, "error": error}
+
+
+class CoreLease:
+    """Core's own action: the bound on a lease and the one-target-one-run rule live here,
+    on core's side of the seam, rather than once per module."""
+
+    def __init__(
+        self, app: LedgerApp, registry: Registry, settings: Settings,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.app = app
+        self.registry = registry
+        self.settings = settings
+        self.clock = clock
+
+    @property
+    def action(self) -> Action:
+        return Action(CORE_LEASE, "core", perform=self.perform)
+
+    def check(self, params: dict[str, Any]) -> str | None:
+        """Why these params can never succeed, or None."""
+        try:
+            wanted = LeaseParams.model_validate(params)
+        except ValidationError as error:
+            first = error.errors()[0]
+            return f"params.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        if wanted.lease not in self.registry.leases:
+            return f'no module registers the lease "{wanted.lease}"'
+        if wanted.duration_s > self.settings.lease_max_s:
+            return (
+                f"a lease may last at most {self.settings.lease_max_s}s "
+                f"(EVENT_LEASE_MAX_S); {wanted.duration_s:g}s was asked"
+            )
+        return None
+
+    def perform(self, params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
+        problem = self.check(params)
+        if problem:
+            return refused(problem)
+        wanted = LeaseParams.model_validate(params)
+        now = self.clock()
+        until = now + timedelta(seconds=wanted.duration_s)
+        held = self._reserve(wanted, UUID(run_id), idempotency_key, until, now)
+        if isinstance(held, str):
+            return refused(held)
+        if held.values is None:
+            lease = self.registry.leases[wanted.lease]
+            outcome = call_with_deadline(
+                lease.apply, {"target": wanted.target, "value": wanted.value, "run_id": run_id},
+                self.settings.default_budget_ms / 1000,
+            )
+            answer = _parse(ApplyDone, getattr(outcome, "value", None))
+            if answer is None:
+                return {"ok": False, "error": f"{wanted.lease}.apply did not confirm: {outcome}"}
+            held.record_applied(answer.baseline, answer.applied, self.clock())
+            self.app.save(held)
+        baseline, applied = held.values or (None, None)
+        return {
+            "ok": True,
+            "resources": [{
+                "kind": "override", "ref": f"{wanted.lease}#{wanted.target}",
+                "payload": {"baseline": baseline, "applied": applied}, "until": until,
+            }],
+        }
+
+    def _reserve(
+        self, wanted: LeaseParams, run_id: UUID, key: str, until: datetime, now: datetime
+    ) -> Reservation | str:
+        for _ in range(3):
+            reservation = self._load(wanted.lease, wanted.target)
+            holder = reservation.run_id
+            if holder is not None and reservation.held_by_other(run_id, now) and self._live(holder):
+                return (
+                    f"the target {wanted.target!r} is held by run {holder} "
+                    f"until {reservation.until:%Y-%m-%d %H:%M:%S} UTC"
+                )
+            reservation.reserve(run_id, key, until, now)
+            try:
+                self.app.save(reservation)
+            except IntegrityError:
+                continue  # another runner moved first: look again
+            return reservation
+        return f"the target {wanted.target!r} is contended; try again"
+
+    def _load(self, lease: str, target: str) -> Reservation:
+        try:
+            found: object = self.app.repository.get(Reservation.create_id(lease, target))
+        except AggregateNotFoundError:
+            return Reservation(lease=lease, target=target)
+        if not isinstance(found, Reservation):
+            raise TypeError(f"{found!r} is not a reservation")
+        return found
+
+    def _live(self, run_id: UUID) -> bool:
+        try:
+            run: object = self.app.repository.get(run_id)
+        except AggregateNotFoundError:
+            return False
+        return isinstance(run, Run) and not run.is_terminal

@@ -1,0 +1,223 @@
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+from eventsourcing.persistence import IntegrityError
+from pydantic import ValidationError
+
+from application.answers import PerformDone, parse_perform
+from application.deadline import call_with_deadline
+from application.errors import BadRequest
+from application.leases import CORE_LEASE, CoreLease
+from application.ledger import Ledger
+from application.modules import Registry
+from application.settings import Settings
+from application.store import LedgerApp, Streams
+from domain.progress import PhaseStatus, describe, ready_at
+from domain.run import Run
+from domain.spec import RunSpec
+from domain.step import MAX_STEP_ATTEMPTS, Step
+from projections.projector import Projector
+from projections.queries import Queries
+
+log = logging.getLogger("runledger.runs")
+
+
+@dataclass
+class AdvanceReport:
+    runs: int = 0
+    dispatched: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    phases_advanced: int = 0
+    completed: int = 0
+    aborted: int = 0
+
+
+def parse_spec(document: str | dict[str, Any]) -> RunSpec:
+    """A spec document (JSON text or a mapping), or BadRequest naming the field at fault."""
+    try:
+        raw = json.loads(document) if isinstance(document, str) else document
+        return RunSpec.model_validate(raw)
+    except json.JSONDecodeError as error:
+        raise BadRequest(f"the spec is not valid JSON: {error}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "spec"
+        raise BadRequest(f"{where}: {first['msg']}") from None
+
+
+class Runs:
+    """Runs executing their specs: starting, the advance leg, and a person's controls."""
+
+    def __init__(
+        self, app: LedgerApp, streams: Streams, projector: Projector, queries: Queries,
+        registry: Registry, settings: Settings, clock: Callable[[], datetime], ledger: Ledger,
+        core_lease: CoreLease,
+    ) -> None:
+        self.app = app
+        self.streams = streams
+        self.projector = projector
+        self.queries = queries
+        self.registry = registry
+        self.settings = settings
+        self.clock = clock
+        self.ledger = ledger
+        self.core_lease = core_lease
+
+    def start(self, document: str | dict[str, Any], run_id: UUID | None = None) -> UUID:
+        """Validate a spec against the loaded modules and start it; nothing is written if the
+        spec is refused."""
+        spec = parse_spec(document)
+        self._check_actions(spec)
+        now = self.clock()
+        run = Run.start(run_id or uuid4(), spec.name, now, spec.model_dump(mode="json"))
+        steps = [
+            Step(run_id=run.id, step_id=s.id, phase=i, action=s.action, params=s.params, at=now)
+            for i, phase in enumerate(spec.phases) for s in phase.steps
+        ]
+        self.app.save(run, *steps)
+        return run.id
+
+    def advance(self, run_id: UUID, by: str) -> str:
+        """A person advances the current phase once its steps are done."""
+        if not by.strip():
+            raise BadRequest("advancing a phase needs the name of the person who asked")
+        run, spec = self._load(run_id)
+        phase = spec.phases[run.phase]
+        steps = self._steps(run, run.phase)
+        if any(s.state != "done" for s in steps):
+            raise BadRequest(f"Phase {phase.id} has steps still to finish")
+        return self._next_phase(run, spec, by)
+
+    def describe(self, run_id: UUID) -> list[PhaseStatus]:
+        run, spec = self._load(run_id)
+        steps = self.streams.load(Step, [Step.create_id(run.id, s.id)
+                                         for p in spec.phases for s in p.steps])
+        return describe(spec, run, {s.step_id: s for s in steps.values()}, self.clock())
+
+    def advance_leg(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
+        """Dispatch due steps and move phases on, for every running run."""
+        self.projector.catch_up()
+        report = AdvanceReport()
+        for run_id in self.queries.running_runs(self.settings.advance_run_batch):
+            if stop is not None and stop.is_set():
+                break
+            try:
+                self._advance_run(run_id, worker, report, stop)
+            except Exception:  # one run's failure must not stall the others
+                log.exception("advancing run %s failed; the leg goes on", run_id)
+        return report
+
+    def _advance_run(
+        self, run_id: UUID, worker: str, report: AdvanceReport, stop: threading.Event | None
+    ) -> None:
+        run, spec = self._load(run_id)
+        if run.is_terminal:
+            return
+        report.runs += 1
+        steps = self._steps(run, run.phase)
+        for step in steps:
+            if stop is not None and stop.is_set():
+                return
+            self._settle_abandoned(step)
+            if step.dispatchable(self.clock()):
+                self._dispatch(run, step, worker, report)
+            if step.gave_up:
+                # A step that cannot succeed aborts the run; the cleanup leg follows.
+                reason = f"step {step.step_id} failed {step.attempts} times: {step.last_error}"
+                self.ledger.abort_run(run.id, reason)
+                report.aborted += 1
+                return
+        phase = spec.phases[run.phase]
+        when = ready_at(phase, steps)
+        if when is not None and when <= self.clock():
+            outcome = self._next_phase(run, spec, None)
+            report.phases_advanced += outcome == "advanced"
+            report.completed += outcome == "completed"
+
+    def _settle_abandoned(self, step: Step) -> None:
+        now = self.clock()
+        spent = step.state == "waiting" and step.attempts >= MAX_STEP_ATTEMPTS
+        if spent and not step.under_live_claim(now):
+            step.abandon(now)
+            self.app.save(step)
+
+    def _dispatch(self, run: Run, step: Step, worker: str, report: AdvanceReport) -> None:
+        action = self.core_lease.action if step.action == CORE_LEASE else (
+            self.registry.action(step.action)
+        )
+        now = self.clock()
+        budget_ms = (action.budget_ms if action else None) or self.settings.default_budget_ms
+        expires = now + timedelta(milliseconds=budget_ms, seconds=self.settings.claim_slack_s)
+        step.claim_dispatch(worker, now, expires)
+        try:
+            self.app.save(step)
+        except IntegrityError:
+            return  # another runner took it
+        report.dispatched += 1
+        module = action.module if action else "unknown"
+        # Record before confirm: the placeholder stands before the world is touched.
+        placeholder = self.ledger.record_placeholder(
+            run.id, step.step_id, module, step.action, step.idempotency_key
+        )
+        if action is None or action.perform is None:
+            answer: PerformDone | str = f'no module registers "{step.action}" with a perform()'
+        else:
+            outcome = call_with_deadline(
+                action.perform,
+                {"params": step.params, "idempotency_key": step.idempotency_key,
+                 "run_id": str(run.id)},
+                budget_ms / 1000,
+            )
+            answer = parse_perform(outcome, step.action)
+        if isinstance(answer, PerformDone):
+            step.succeed(worker, len(answer.resources), self.clock())
+            self.ledger.supersede(placeholder, answer.resources, also=[step])
+            report.succeeded += 1
+        else:
+            step.fail(worker, answer, self.clock())
+            self.app.save(step)
+            report.failed += 1
+
+    def _next_phase(self, run: Run, spec: RunSpec, by: str | None) -> str:
+        if run.phase + 1 >= len(spec.phases):
+            run.complete(self.clock())
+            self.app.save(run)
+            return "completed"
+        run.advance_phase(run.phase + 1, by, self.clock())
+        self.app.save(run)
+        return "advanced"
+
+    def _check_actions(self, spec: RunSpec) -> None:
+        for p, phase in enumerate(spec.phases):
+            for s, step in enumerate(phase.steps):
+                where = f"phases.{p}.steps.{s}"
+                if step.action == CORE_LEASE:
+                    problem = self.core_lease.check(step.params)
+                    if problem:
+                        raise BadRequest(f"{where}.{problem}" if problem.startswith("params")
+                                         else f"{where}: {problem}")
+                    continue
+                action = self.registry.action(step.action)
+                if action is None or action.perform is None:
+                    raise BadRequest(f'{where}.action: no module registers "{step.action}"')
+
+    def _load(self, run_id: UUID) -> tuple[Run, RunSpec]:
+        run = self.ledger.get_run(run_id)
+        if run.spec is None:
+            raise BadRequest(f"run {run_id} was not started from a spec")
+        return run, RunSpec.model_validate(run.spec)
+
+    def _steps(self, run: Run, phase: int) -> list[Step]:
+        spec = RunSpec.model_validate(run.spec)
+        ids = [Step.create_id(run.id, s.id) for s in spec.phases[phase].steps]
+        loaded = self.streams.load(Step, ids)
+        return [loaded[i] for i in ids if i in loaded]

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import DomainError
+from domain.ids import natural_id
+
+
+class TargetHeld(DomainError):
+    """Another live run holds this lease target."""
+
+
+class Reservation(Aggregate):
+    """Who holds one lease target. Its id comes from the target, so two runs racing for one
+    target write to one stream, and the store lets exactly one of them win."""
+
+    class Opened(Aggregate.Created):
+        lease: str
+        target: str
+
+    class Reserved(Aggregate.Event):
+        run_id: UUID
+        key: str
+        until: datetime
+        at: datetime
+
+    class Applied(Aggregate.Event):
+        baseline: Any
+        applied: Any
+        at: datetime
+
+    @staticmethod
+    def create_id(lease: str, target: str) -> UUID:
+        return natural_id("reservation", lease, target)
+
+    @event(Opened)
+    def __init__(self, lease: str, target: str) -> None:
+        self.lease = lease
+        self.target = target
+        self.run_id: UUID | None = None
+        self.key: str | None = None
+        self.until: datetime | None = None
+        self.values: tuple[Any, Any] | None = None
+
+    def held_by_other(self, run_id: UUID, now: datetime) -> bool:
+        """Held by another run until a time still to come (whether that run is still live is
+        the caller's question: it needs the run)."""
+        return (
+            self.run_id is not None and self.run_id != run_id
+            and self.until is not None and self.until > now
+        )
+
+    def reserve(self, run_id: UUID, key: str, until: datetime, at: datetime) -> None:
+        if self.run_id == run_id and self.key == key:
+            return
+        self._reserved(run_id=run_id, key=key, until=until, at=at)
+
+    def record_applied(self, baseline: Any, applied: Any, at: datetime) -> None:
+        self._applied(baseline=baseline, applied=applied, at=at)
+
+    @event(Reserved)
+    def _reserved(self, run_id: UUID, key: str, until: datetime, at: datetime) -> None:
+        self.run_id = run_id
+        self.key = key
+        self.until = until
+        self.values = None
+
+    @event(Applied)
+    def _applied(self, baseline: Any, applied: Any, at: datetime) -> None:
+        self.values = (baseline, applied)

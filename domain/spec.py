@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StepSpec(_Spec):
+    id: str = Field(pattern=NAME)
+    action: str = Field(min_length=1, max_length=128)
+    params: dict[str, Any] = {}
+
+
+class PhaseSpec(_Spec):
+    """Ordered steps, and when the phase may advance once they are done."""
+
+    id: str = Field(pattern=NAME)
+    steps: list[StepSpec] = Field(min_length=1)
+    advance: Literal["manual", "auto"] = "auto"
+    after_s: float = Field(0, ge=0)
+
+
+class RunSpec(_Spec):
+    """What a run executes: ordered phases, each a list of steps."""
+
+    name: str = Field(min_length=1, max_length=200)
+    phases: list[PhaseSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> RunSpec:
+        _refuse_duplicates("phases", [p.id for p in self.phases])
+        _refuse_duplicates("steps", [s.id for p in self.phases for s in p.steps])
+        return self
+
+    def step(self, step_id: str) -> tuple[int, StepSpec]:
+        for index, phase in enumerate(self.phases):
+            for step in phase.steps:
+                if step.id == step_id:
+                    return index, step
+        raise KeyError(step_id)
+
+
+def _refuse_duplicates(what: str, ids: list[str]) -> None:
+    seen: set[str] = set()
+    for item in ids:
+        if item in seen:
+            raise ValueError(f"{what}: the id {item!r} is used twice")
+        seen.add(item)

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import DomainError
+from domain.ids import natural_id
+
+MAX_STEP_ATTEMPTS = 3
+StepState = Literal["waiting", "done", "gave_up"]
+
+
+class NotDispatchable(DomainError):
+    """The step cannot be dispatched now."""
+
+
+class Step(Aggregate):
+    """One action call inside a phase. Its idempotency key is the same on every attempt."""
+
+    class Planned(Aggregate.Created):
+        run_id: UUID
+        step_id: str
+        phase: int
+        action: str
+        params: dict[str, Any]
+        at: datetime
+
+    class DispatchClaimed(Aggregate.Event):
+        attempt: int
+        worker: str
+        expires_at: datetime
+        at: datetime
+
+    class Succeeded(Aggregate.Event):
+        attempt: int
+        entries: int
+        at: datetime
+
+    class Failed(Aggregate.Event):
+        attempt: int
+        error: str
+        at: datetime
+
+    @staticmethod
+    def create_id(run_id: UUID, step_id: str) -> UUID:
+        return natural_id("step", run_id, step_id)
+
+    @event(Planned)
+    def __init__(
+        self, run_id: UUID, step_id: str, phase: int, action: str, params: dict[str, Any],
+        at: datetime,
+    ) -> None:
+        self.run_id = run_id
+        self.step_id = step_id
+        self.phase = phase
+        self.action = action
+        self.params = params
+        self.attempts = 0
+        self.state: StepState = "waiting"
+        self.claim_worker: str | None = None
+        self.claim_expires_at: datetime | None = None
+        self.last_error: str | None = None
+        self.done_at: datetime | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.run_id}:{self.step_id}"
+
+    def under_live_claim(self, now: datetime) -> bool:
+        return self.claim_expires_at is not None and self.claim_expires_at > now
+
+    def dispatchable(self, now: datetime) -> bool:
+        return (
+            self.state == "waiting"
+            and self.attempts < MAX_STEP_ATTEMPTS
+            and not self.under_live_claim(now)
+        )
+
+    def claim_dispatch(self, worker: str, at: datetime, expires_at: datetime) -> None:
+        if not self.dispatchable(at):
+            raise NotDispatchable(f"step {self.step_id} is {self.state}, attempt {self.attempts}")
+        self._claimed(attempt=self.attempts + 1, worker=worker, expires_at=expires_at, at=at)
+
+    def succeed(self, worker: str, entries: int, at: datetime) -> None:
+        self._guard_holder(worker)
+        self._succeeded(attempt=self.attempts, entries=entries, at=at)
+
+    def fail(self, worker: str, error: str, at: datetime) -> None:
+        self._guard_holder(worker)
+        self._failed(attempt=self.attempts, error=error, at=at)
+
+    def abandon(self, at: datetime) -> None:
+        """Every attempt was claimed and none answered: the step cannot succeed any more."""
+        if self.state != "waiting" or self.attempts < MAX_STEP_ATTEMPTS:
+            raise NotDispatchable(f"step {self.step_id} still has attempts left")
+        if self.under_live_claim(at):
+            raise NotDispatchable(f"step {self.step_id} is still being dispatched")
+        self._failed(
+            attempt=self.attempts, error=f"no answer after {self.attempts} attempts", at=at
+        )
+
+    @property
+    def gave_up(self) -> bool:
+        return self.state == "gave_up"
+
+    def _guard_holder(self, worker: str) -> None:
+        if self.claim_worker != worker or self.state != "waiting":
+            raise NotDispatchable(f"{worker} does not hold step {self.step_id}")
+
+    @event(DispatchClaimed)
+    def _claimed(self, attempt: int, worker: str, expires_at: datetime, at: datetime) -> None:
+        self.attempts = attempt
+        self.claim_worker = worker
+        self.claim_expires_at = expires_at
+
+    @event(Succeeded)
+    def _succeeded(self, attempt: int, entries: int, at: datetime) -> None:
+        self.state = "done"
+        self.done_at = at
+        self.claim_worker = None
+        self.claim_expires_at = None
+
+    @event(Failed)
+    def _failed(self, attempt: int, error: str, at: datetime) -> None:
+        self.last_error = error
+        self.claim_worker = None
+        self.claim_expires_at = None
+        if attempt >= MAX_STEP_ATTEMPTS:
+            self.state = "gave_up"
