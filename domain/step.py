@@ -35,11 +35,15 @@ class Step(Aggregate):
         at: datetime
 
     class Succeeded(Aggregate.Event):
+        run_id: UUID
+        step_id: str
         attempt: int
         entries: int
         at: datetime
 
     class Failed(Aggregate.Event):
+        run_id: UUID
+        step_id: str
         attempt: int
         error: str
         at: datetime
@@ -86,11 +90,16 @@ class Step(Aggregate):
 
     def succeed(self, worker: str, entries: int, at: datetime) -> None:
         self._guard_holder(worker)
-        self._succeeded(attempt=self.attempts, entries=entries, at=at)
+        self._succeeded(
+            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts, entries=entries,
+            at=at,
+        )
 
     def fail(self, worker: str, error: str, at: datetime) -> None:
         self._guard_holder(worker)
-        self._failed(attempt=self.attempts, error=error, at=at)
+        self._failed(
+            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts, error=error, at=at
+        )
 
     def abandon(self, at: datetime) -> None:
         """Every attempt was claimed and none answered: the step cannot succeed any more."""
@@ -99,7 +108,8 @@ class Step(Aggregate):
         if self.under_live_claim(at):
             raise NotDispatchable(f"step {self.step_id} is still being dispatched")
         self._failed(
-            attempt=self.attempts, error=f"no answer after {self.attempts} attempts", at=at
+            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts,
+            error=f"no answer after {self.attempts} attempts", at=at,
         )
 
     @property
@@ -117,14 +127,16 @@ class Step(Aggregate):
         self.claim_expires_at = expires_at
 
     @event(Succeeded)
-    def _succeeded(self, attempt: int, entries: int, at: datetime) -> None:
+    def _succeeded(
+        self, run_id: UUID, step_id: str, attempt: int, entries: int, at: datetime
+    ) -> None:
         self.state = "done"
         self.done_at = at
         self.claim_worker = None
         self.claim_expires_at = None
 
     @event(Failed)
-    def _failed(self, attempt: int, error: str, at: datetime) -> None:
+    def _failed(self, run_id: UUID, step_id: str, attempt: int, error: str, at: datetime) -> None:
         self.last_error = error
         self.claim_worker = None
         self.claim_expires_at = None

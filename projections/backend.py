@@ -9,7 +9,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-TABLES = ("rl_tracking", "rl_runs", "rl_resources", "rl_run_log")
+TABLES = ("rl_tracking", "rl_runs", "rl_resources", "rl_run_log", "rl_steps")
 
 
 class Cursor(Protocol):

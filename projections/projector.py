@@ -9,7 +9,7 @@ from eventsourcing.persistence import ApplicationRecorder
 
 from projections.backend import Backend, Cursor
 from projections.schema import create_tables
-from projections.views import Event, ResourcesView, RunLogView, RunsView
+from projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
 
 PAGE = 2_000
 
@@ -36,7 +36,7 @@ class Projector:
     def __init__(self, app: Application[Any], backend: Backend) -> None:
         self.app = app
         self.backend = backend
-        self.views: list[View] = [RunsView(), ResourcesView(), RunLogView()]
+        self.views: list[View] = [RunsView(), ResourcesView(), StepsView(), RunLogView()]
 
     @property
     def recorder(self) -> ApplicationRecorder:
@@ -51,7 +51,7 @@ class Projector:
         """Empty every view and replay the store from position zero."""
         with self.backend.transaction(commit=True) as cursor:
             self._lock(cursor)
-            for table in ("rl_runs", "rl_resources", "rl_run_log"):
+            for table in ("rl_runs", "rl_resources", "rl_steps", "rl_run_log"):
                 cursor.execute(self.backend.sql(f"DELETE FROM {{{table}}}"))
             cursor.execute(self.backend.sql("UPDATE {rl_tracking} SET position = 0"))
         return self.catch_up()

@@ -12,7 +12,13 @@ STATEMENTS = [
     """CREATE TABLE IF NOT EXISTS {rl_runs} (
         run_id TEXT PRIMARY KEY, name TEXT NOT NULL, status TEXT NOT NULL,
         started_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION, ended_by TEXT,
-        end_reason TEXT, version BIGINT NOT NULL)""",
+        end_reason TEXT, phase INTEGER NOT NULL, version BIGINT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS {rl_steps} (
+        step_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, step_id TEXT NOT NULL,
+        phase INTEGER NOT NULL, action TEXT NOT NULL, state TEXT NOT NULL,
+        attempts INTEGER NOT NULL, claim_worker TEXT, claim_expires DOUBLE PRECISION,
+        last_error TEXT, done_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS rl_steps_run ON {rl_steps} (run_id, phase)",
     """CREATE TABLE IF NOT EXISTS {rl_resources} (
         entry_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, step TEXT NOT NULL,
         kind TEXT NOT NULL, ref TEXT NOT NULL, module TEXT NOT NULL, action TEXT,

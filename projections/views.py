@@ -12,6 +12,7 @@ from eventsourcing.utils import get_topic
 from domain.resource import Resource
 from domain.run import Run
 from domain.runlog import LogEntry
+from domain.step import MAX_STEP_ATTEMPTS, Step
 from projections.backend import Backend, Cursor, chunks
 
 Row = dict[str, Any]
@@ -97,8 +98,13 @@ def _(event: Run.Started, row: Row | None) -> Row:
     return {
         "run_id": str(event.originator_id), "name": event.name, "status": "running",
         "started_at": epoch(event.at), "ended_at": None, "ended_by": None, "end_reason": None,
-        "version": event.originator_version,
+        "phase": 0, "version": event.originator_version,
     }
+
+
+@apply_run.register
+def _(event: Run.PhaseAdvanced, row: Row | None) -> Row:
+    return _require(row, event) | {"phase": event.phase, "version": event.originator_version}
 
 
 def _ended(row: Row | None, event: Any, status: str, by: str | None, reason: str | None) -> Row:
@@ -129,9 +135,10 @@ class RunsView(RowView):
     table = "rl_runs"
     key = "run_id"
     columns = (
-        "run_id", "name", "status", "started_at", "ended_at", "ended_by", "end_reason", "version",
+        "run_id", "name", "status", "started_at", "ended_at", "ended_by", "end_reason", "phase",
+        "version",
     )
-    events = (Run.Started, Run.Completed, Run.Cancelled, Run.Aborted)
+    events = (Run.Started, Run.PhaseAdvanced, Run.Completed, Run.Cancelled, Run.Aborted)
     apply = apply_run
 
 
@@ -235,11 +242,66 @@ class ResourcesView(RowView):
     apply = apply_resource
 
 
+@singledispatch
+def apply_step(event: Any, row: Row | None) -> Row:
+    raise TypeError(f"the steps view does not know {type(event).__name__}")
+
+
+@apply_step.register
+def _(event: Step.Planned, row: Row | None) -> Row:
+    return {
+        "step_key": str(event.originator_id), "run_id": str(event.run_id),
+        "step_id": event.step_id, "phase": event.phase, "action": event.action,
+        "state": "waiting", "attempts": 0, "claim_worker": None, "claim_expires": None,
+        "last_error": None, "done_at": None, "version": event.originator_version,
+    }
+
+
+@apply_step.register
+def _(event: Step.DispatchClaimed, row: Row | None) -> Row:
+    return _require(row, event) | {
+        "attempts": event.attempt, "claim_worker": event.worker,
+        "claim_expires": epoch(event.expires_at), "version": event.originator_version,
+    }
+
+
+@apply_step.register
+def _(event: Step.Succeeded, row: Row | None) -> Row:
+    return _require(row, event) | {
+        "state": "done", "done_at": epoch(event.at), "claim_worker": None,
+        "claim_expires": None, "version": event.originator_version,
+    }
+
+
+@apply_step.register
+def _(event: Step.Failed, row: Row | None) -> Row:
+    return _require(row, event) | {
+        "state": "gave_up" if event.attempt >= MAX_STEP_ATTEMPTS else "waiting",
+        "last_error": event.error, "claim_worker": None, "claim_expires": None,
+        "version": event.originator_version,
+    }
+
+
+class StepsView(RowView):
+    name = "steps"
+    table = "rl_steps"
+    key = "step_key"
+    columns = (
+        "step_key", "run_id", "step_id", "phase", "action", "state", "attempts", "claim_worker",
+        "claim_expires", "last_error", "done_at", "version",
+    )
+    events = (Step.Planned, Step.DispatchClaimed, Step.Succeeded, Step.Failed)
+    apply = apply_step
+
+
 class RunLogView:
     """The run log: one line per fact worth a sentence, keyed by its position in the store."""
 
     name = "run_log"
-    events = (LogEntry.Written, Run.Started, Run.Completed, Run.Cancelled, Run.Aborted)
+    events = (
+        LogEntry.Written, Run.Started, Run.PhaseAdvanced, Run.Completed, Run.Cancelled,
+        Run.Aborted, Step.Succeeded, Step.Failed,
+    )
 
     @classmethod
     def topics(cls) -> set[str]:
@@ -263,8 +325,12 @@ class RunLogView:
         if isinstance(event, LogEntry.Written):
             return [str(event.run_id), epoch(event.at), event.kind, as_json(event.detail)]
         detail: dict[str, Any] = {}
+        if isinstance(event, Step.Succeeded | Step.Failed):
+            return _step_line(event)
         if isinstance(event, Run.Started):
             kind, detail = "run.started", {"name": event.name}
+        elif isinstance(event, Run.PhaseAdvanced):
+            kind, detail = "run.phase_advanced", {"phase": event.phase, "by": event.by}
         elif isinstance(event, Run.Completed):
             kind = "run.completed"
         elif isinstance(event, Run.Cancelled):
@@ -272,3 +338,12 @@ class RunLogView:
         else:
             kind, detail = "run.aborted", {"reason": event.reason}
         return [str(event.originator_id), epoch(event.at), kind, as_json(detail)]
+
+
+def _step_line(event: Step.Succeeded | Step.Failed) -> list[Any]:
+    detail: dict[str, Any] = {"step": event.step_id, "attempt": event.attempt}
+    if isinstance(event, Step.Succeeded):
+        kind, detail = "step.succeeded", detail | {"entries": event.entries}
+    else:
+        kind, detail = "step.failed", detail | {"error": event.error}
+    return [str(event.run_id), epoch(event.at), kind, as_json(detail)]

@@ -76,7 +76,8 @@ def test_init_is_idempotent(tmp_path: Path) -> None:
     init_store(settings)
     init_store(settings)
     with bootstrap(settings) as rl:
-        assert rl.projector.positions() == {"runs": 0, "resources": 0, "run_log": 0}
+        positions = rl.projector.positions()
+        assert positions == {"runs": 0, "resources": 0, "steps": 0, "run_log": 0}
 
 
 def _free_port() -> int:

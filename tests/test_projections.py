@@ -10,7 +10,10 @@ from tests.conftest import Factory
 
 
 def dump(rl: Runledger) -> dict[str, list[tuple[Any, ...]]]:
-    tables = {"rl_runs": "run_id", "rl_resources": "entry_id", "rl_run_log": "position"}
+    tables = {
+        "rl_runs": "run_id", "rl_resources": "entry_id", "rl_steps": "step_key",
+        "rl_run_log": "position",
+    }
     found = {}
     with rl.backend.transaction(commit=False) as cursor:
         for table, key in tables.items():
@@ -61,8 +64,9 @@ def test_rows_and_position_commit_together_or_not_at_all(
     monkeypatch.setattr(ResourcesView, "process", fail_after_writing)
     with pytest.raises(RuntimeError):
         rl.projector.catch_up()
-    assert rl.projector.positions() == {"runs": 0, "resources": 0, "run_log": 0}
-    assert dump(rl) == {"rl_runs": [], "rl_resources": [], "rl_run_log": []}
+    positions = rl.projector.positions()
+    assert positions == {"runs": 0, "resources": 0, "steps": 0, "run_log": 0}
+    assert dump(rl) == {"rl_runs": [], "rl_resources": [], "rl_steps": [], "rl_run_log": []}
     monkeypatch.undo()
     rl.projector.catch_up()
     assert len(dump(rl)["rl_resources"]) == 4
