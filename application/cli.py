@@ -1,32 +1,34 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import socket
 import sys
+import threading
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 from uuid import UUID
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from application.bootstrap import Runledger, bootstrap, init_store
-from application.demo import DemoWorld, stage_runs, sweep_until_settled
+from application.console import show_runs
+from application.demo import (
+    HARVEST,
+    DemoWorld,
+    builtin_registry,
+    stage_runs,
+    sweep_until_settled,
+)
 from application.errors import RunledgerError
-from application.modules import Registry
 from domain.errors import DomainError
-from projections.queries import RunRow
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
 console = Console(highlight=False)
 T = TypeVar("T")
-
-STATUS_STYLE = {"complete": "green", "pending": "yellow", "incomplete": "red",
-                "not_required": "dim"}
-LINE_STYLE = {"cleanup.reverted": "green", "resource.expired": "green", "cleanup.failed": "red",
-              "cleanup.drifted": "dark_orange", "resource.orphaned": "dark_orange",
-              "cleanup.kept": "bright_black", "cleanup.swept": "cyan", "cleanup.retry": "magenta"}
 
 
 def _guarded(action: Callable[[], T]) -> T:
@@ -49,46 +51,143 @@ def demo() -> None:
     """Ledger a handful of runs against a small built-in world, sweep them, and show the result."""
     logging.basicConfig(level=logging.WARNING)
     where = _guarded(init_store)
-    world = DemoWorld()
-    registry = Registry()
-    world.register(registry)
+    world, registry = builtin_registry()
     with _guarded(lambda: bootstrap(registry=registry)) as rl:
         console.print(f"[bold]runledger demo[/] on the {where}\n")
         runs = stage_runs(rl, world)
         sweeps = sweep_until_settled(rl, "demo-runner")
         console.print(f"Swept {sweeps} times, as the runner's ticks would.\n")
-        _show_runs(rl, runs)
+        show_runs(console, rl, runs, with_log=True)
         console.print("\nThe stall keeper answers again; [bold]ops[/] asks for cleanup once more:")
         world.stall_fixed = True
         summary = rl.cleanup.manual_cleanup(runs[1], "ops")
         console.print(f"  {summary}\n")
-        _show_runs(rl, runs, with_log=False)
+        show_runs(console, rl, runs, with_log=False)
         calls = {key.split(":", 1)[1]: n for key, n in world.calls.items()}
         console.print(f"\nRevert calls per step: {calls}")
         console.print(f"Weather now: {world.weather} (south stays as the game master left it)")
+        _demo_spec_run(rl, world)
+
+
+def _demo_spec_run(rl: Runledger, world: DemoWorld) -> None:
+    console.rule("A run driven by its spec")
+    run = rl.runs.start(HARVEST)
+    runner = rl.runner("demo-runner")
+    runner.tick()
+    console.print(f"After one tick: crows {sorted(c for c in world.creatures if 'crow' in c)}, "
+                  f"weather {world.weather}")
+    for phase in rl.runs.describe(run):
+        console.print(f"  {phase.headline}")
+    console.print("[bold]bea[/] advances the gather phase; the next ticks run the finale:")
+    rl.runs.advance(run, "bea")
+    report = runner.tick()
+    console.print(f"  one tick: {report.advance}; swept {len(report.swept)} run in the same tick")
+    show_runs(console, rl, [run], with_log=True)
+    left = sorted(c for c in world.creatures if "crow" in c or "king" in c)
+    console.print(f"\nCreatures left from the festival: {left or 'none'}; weather {world.weather}")
 
 
 @app.command()
 def runs(limit: Annotated[int, typer.Option(help="how many runs")] = 20) -> None:
     """List recent runs with their cleanup status."""
-    with _guarded(bootstrap) as rl:
+    with _open() as rl:
         rl.projector.catch_up()
         ids = _recent_runs(rl, limit)
         if not ids:
             console.print("No runs yet.")
             return
-        _show_runs(rl, ids, with_log=False)
+        show_runs(console, rl, ids, with_log=False)
 
 
 @app.command()
 def log(run_id: UUID) -> None:
     """Show one run's log."""
-    with _guarded(bootstrap) as rl:
+    with _open() as rl:
         rl.projector.catch_up()
         if rl.queries.run(run_id, rl.clock(), rl.settings.max_revert_attempts) is None:
             console.print(f"[red]runledger:[/] no run {run_id}")
             raise typer.Exit(2)
-        _show_runs(rl, [run_id])
+        show_runs(console, rl, [run_id], with_log=True)
+
+
+def _open() -> Runledger:
+    _, registry = builtin_registry()
+    return _guarded(lambda: bootstrap(registry=registry))
+
+
+@app.command()
+def start(spec: Annotated[typer.FileText, typer.Argument(help="a JSON spec file, or - for stdin")]
+          ) -> None:
+    """Start a run from a spec."""
+    with _open() as rl:
+        run_id = _guarded(lambda: rl.runs.start(spec.read()))
+        console.print(str(run_id))
+
+
+@app.command()
+def tick(worker: Annotated[str, typer.Option(help="this runner's name")] = "") -> None:
+    """Run one tick: the advance leg, then the cleanup leg."""
+    with _open() as rl:
+        report = rl.runner(worker or _default_worker()).tick()
+        console.print(f"advance: {report.advance}")
+        for run_id, summary in report.swept.items():
+            console.print(f"cleanup {run_id}: {summary}")
+
+
+@app.command()
+def runner(
+    interval: Annotated[float, typer.Option(help="seconds between ticks")] = 1.0,
+    worker: Annotated[str, typer.Option(help="this runner's name")] = "",
+) -> None:
+    """Tick until stopped. SIGTERM or Ctrl-C finishes the call in flight and claims nothing new."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with _open() as rl:
+        name = worker or _default_worker()
+        console.print(f"runner {name} ticking every {interval:g}s")
+        ticks = rl.runner(name).run(interval, stop)
+        console.print(f"runner {name} stopped after {ticks} ticks")
+
+
+@app.command()
+def advance(run_id: UUID, by: Annotated[str, typer.Option(help="who asks")]) -> None:
+    """Advance a run's current phase once its steps are done."""
+    with _open() as rl:
+        console.print(_guarded(lambda: rl.runs.advance(run_id, by)))
+
+
+@app.command()
+def cancel(
+    run_id: UUID,
+    by: Annotated[str, typer.Option(help="who asks")],
+    cleanup: Annotated[bool, typer.Option(help="give everything back (default)")] = True,
+) -> None:
+    """Cancel a run, with cleanup or keeping everything in the world in your name."""
+    with _open() as rl:
+        kept = _guarded(lambda: rl.ledger.cancel_run(run_id, by, cleanup=cleanup))
+        console.print("cancelled" + ("" if cleanup else f"; {kept} entries kept by {by}"))
+
+
+@app.command()
+def abort(run_id: UUID, reason: Annotated[str, typer.Option(help="why")]) -> None:
+    """Abort a run; the cleanup leg gives everything back."""
+    with _open() as rl:
+        _guarded(lambda: rl.ledger.abort_run(run_id, reason))
+        console.print("aborted")
+
+
+@app.command()
+def cleanup(run_id: UUID, by: Annotated[str, typer.Option(help="who asks")]) -> None:
+    """Ask again: reset the run's attempt counters and work it now."""
+    with _open() as rl:
+        summary = _guarded(lambda: rl.cleanup.manual_cleanup(run_id, by))
+        console.print(str(summary))
+
+
+def _default_worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
@@ -98,40 +197,6 @@ def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
             [limit],
         )
         return [UUID(row["run_id"]) for row in cursor.fetchall()][::-1]
-
-
-def _show_runs(rl: Runledger, run_ids: list[UUID], with_log: bool = True) -> None:
-    rows = rl.queries.runs(run_ids, rl.clock(), rl.settings.max_revert_attempts)
-    table = Table("run", "status", "cleanup", "entries", "unresolved", title="Runs")
-    for row in rows:
-        style = STATUS_STYLE[row.cleanup_status]
-        table.add_row(row.name, row.status, f"[{style}]{row.cleanup_status}[/]",
-                      str(row.entries), str(row.unresolved))
-    console.print(table)
-    if with_log:
-        for row in rows:
-            _show_log(rl, row)
-
-
-def _show_log(rl: Runledger, run: RunRow) -> None:
-    console.print(f"\n[bold]{run.name}[/] [dim]{run.run_id}[/]")
-    for line in rl.queries.log(run.run_id):
-        style = LINE_STYLE.get(line.kind, "white")
-        console.print(f"  {line.at:%H:%M:%S} [{style}]{line.kind:<18}[/] {_describe(line.detail)}")
-    for entry in rl.queries.unresolved_entries(run.run_id):
-        console.print(
-            f"  [red]left:[/] {entry.name} {entry.status}, {entry.attempts} attempt"
-            f"{'s' if entry.attempts != 1 else ''} — {entry.last_error or 'not yet tried'}"
-        )
-
-
-def _describe(detail: dict[str, Any]) -> str:
-    parts = []
-    for key, value in detail.items():
-        if isinstance(value, list):
-            value = ", ".join(str(v) for v in value)
-        parts.append(f"{key}={value}")
-    return "  ".join(parts)
 
 
 def main() -> None:

@@ -27,11 +27,19 @@ class DemoWorld:
 
     def register(self, registry: Registry) -> None:
         module = registry.module("demo")
-        module.action("demo.spawn", revert=self.despawn, reconcile=self.still_there)
+        module.action(
+            "demo.spawn", perform=self.spawn, revert=self.despawn, reconcile=self.still_there
+        )
         module.action("demo.stall", revert=self.pack_stall)
         module.action("demo.fog", revert=self.clear_fog, budget_ms=300)
         module.action("demo.zone", revert=self.close_zone)
         module.lease("demo.weather", apply=self.set_weather, restore=self.restore_weather)
+
+    def spawn(self, params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
+        kind = str(params.get("kind", "creature"))
+        refs = [f"{kind}-{run_id[:8]}-{i}" for i in range(int(params.get("count", 1)))]
+        self.creatures.update(refs)
+        return {"ok": True, "resources": [{"kind": kind, "ref": ref} for ref in refs]}
 
     def despawn(self, resources: list[dict[str, Any]], idempotency_key: str, run_id: str) -> Any:
         self.calls[idempotency_key] += 1
@@ -132,3 +140,27 @@ def sweep_until_settled(rl: Runledger, worker: str, limit: int = 6) -> int:
         if not rl.cleanup.sweep(worker):
             return done
     return limit
+
+
+HARVEST = {
+    "name": "Harvest festival",
+    "phases": [
+        {"id": "gather", "advance": "manual", "steps": [
+            {"id": "spawn-crows", "action": "demo.spawn", "params": {"kind": "crow", "count": 4}},
+            {"id": "fog-north", "action": "core.lease", "params": {
+                "lease": "demo.weather", "target": "north", "value": "fog", "duration_s": 3600}},
+        ]},
+        {"id": "finale", "steps": [
+            {"id": "spawn-king", "action": "demo.spawn",
+             "params": {"kind": "scarecrow-king", "count": 1}},
+        ]},
+    ],
+}
+
+
+def builtin_registry() -> tuple[DemoWorld, Registry]:
+    """The modules every runledger process has until modules are loaded from a directory."""
+    world = DemoWorld()
+    registry = Registry()
+    world.register(registry)
+    return world, registry

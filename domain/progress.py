@@ -28,7 +28,7 @@ def ready_at(phase: PhaseSpec, steps: list[Step]) -> datetime | None:
 def describe(spec: RunSpec, run: Run, steps: dict[str, Step], now: datetime) -> list[PhaseStatus]:
     found = []
     for index, phase in enumerate(spec.phases):
-        if index < run.phase:
+        if index < run.phase or run.status == "completed":
             found.append(PhaseStatus(phase.id, f"Phase {phase.id}: done"))
         elif index > run.phase:
             before = spec.phases[index - 1].id
