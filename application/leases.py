@@ -15,6 +15,7 @@ from application.modules import Action, Registry
 from application.settings import Settings
 from application.store import LedgerApp
 from domain.reservation import Reservation
+from domain.resource import Resource
 from domain.run import Run
 
 CORE_LEASE = "core.lease"
@@ -102,7 +103,7 @@ class CoreLease:
         for _ in range(3):
             reservation = self._load(wanted.lease, wanted.target)
             holder = reservation.run_id
-            if holder is not None and reservation.held_by_other(run_id, now) and self._live(holder):
+            if holder is not None and holder != run_id and self._held(reservation, now):
                 return (
                     f"the target {wanted.target!r} is held by run {holder} "
                     f"until {reservation.until:%Y-%m-%d %H:%M:%S} UTC"
@@ -124,9 +125,27 @@ class CoreLease:
             raise TypeError(f"{found!r} is not a reservation")
         return found
 
-    def _live(self, run_id: UUID) -> bool:
-        try:
-            run: object = self.app.repository.get(run_id)
-        except AggregateNotFoundError:
+    def _held(self, reservation: Reservation, now: datetime) -> bool:
+        """A target stays held until its holder's lease is given back (or a person settles it),
+        so a new run never reads the old run's value as its baseline."""
+        if reservation.run_id is None:
             return False
-        return isinstance(run, Run) and not run.is_terminal
+        entry = self._get(Resource.create_id(
+            reservation.run_id, (reservation.key or "").partition(":")[2], "override",
+            f"{reservation.lease}#{reservation.target}",
+        ))
+        if isinstance(entry, Resource):
+            return entry.unresolved
+        run = self._get(reservation.run_id)
+        return (
+            isinstance(run, Run) and not run.is_terminal
+            and reservation.until is not None and reservation.until > now
+        )
+
+    def _get(self, aggregate_id: UUID | None) -> object:
+        if aggregate_id is None:
+            return None
+        try:
+            return self.app.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            return None

@@ -136,8 +136,16 @@ class Ledger:
             self._new_entry(placeholder, r, now) for r, i in zip(named, ids, strict=True)
             if i not in existing
         ]
-        placeholder.supersede(now)
-        self.app.save(placeholder, *created, *also)
+        if placeholder.unresolved:
+            placeholder.supersede(now)
+            self.app.save(placeholder, *created, *also)
+            return ids
+        # The run ended while this dispatch was in flight and its placeholder was settled. What
+        # the module made is still in the world: ledger it, kept if a person chose to keep all.
+        if placeholder.kept_by is not None:
+            for entry in created:
+                entry.keep(placeholder.kept_by, now)
+        self.app.save(*created, *also)
         return ids
 
     def claim(self, entry_id: UUID, worker: str, expires_at: datetime, max_attempts: int) -> bool:

@@ -46,14 +46,6 @@ class Reservation(Aggregate):
         self.until: datetime | None = None
         self.values: tuple[Any, Any] | None = None
 
-    def held_by_other(self, run_id: UUID, now: datetime) -> bool:
-        """Held by another run until a time still to come (whether that run is still live is
-        the caller's question: it needs the run)."""
-        return (
-            self.run_id is not None and self.run_id != run_id
-            and self.until is not None and self.until > now
-        )
-
     def reserve(self, run_id: UUID, key: str, until: datetime, at: datetime) -> None:
         if self.run_id == run_id and self.key == key:
             return

@@ -120,6 +120,7 @@ class Resource(Aggregate):
         self.claim_expires_at: datetime | None = None
         self.last_error: str | None = None
         self.drift_current: Any = None
+        self.kept_by: str | None = None
 
     @property
     def is_placeholder(self) -> bool:
@@ -147,7 +148,7 @@ class Resource(Aggregate):
         )
 
     def supersede(self, at: datetime) -> None:
-        if self.state != "placeholder":
+        if not self.is_placeholder or not self.unresolved:
             raise NotAPlaceholder(f"{self.kind}:{self.ref} is {self.state}, not a placeholder")
         self._superseded(at=at)
 
@@ -272,6 +273,7 @@ class Resource(Aggregate):
     @event(Kept)
     def _kept(self, by: str, at: datetime) -> None:
         self.state = "kept"
+        self.kept_by = by
         self._release()
 
     def _release(self) -> None:
