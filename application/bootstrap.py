@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from application.cleanup import Cleanup
 from application.errors import StoreUnavailable
 from application.leases import CoreLease
 from application.ledger import Ledger
+from application.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
 from application.modules import Registry
 from application.reconcile import Reconciler
 from application.runner import Runner
@@ -38,11 +40,15 @@ class Runledger:
     reconciler: Reconciler
     runs: Runs
     clock: Callable[[], datetime]
+    modules: list[ModuleStatus] = field(default_factory=list)
+    loader: Loader | None = None
 
     def runner(self, worker: str) -> Runner:
         return Runner(self.runs, self.cleanup, self.reconciler, worker)
 
     def close(self) -> None:
+        if self.loader is not None:
+            self.loader.close()
         self.app.close()
 
     def __enter__(self) -> Runledger:
@@ -71,8 +77,13 @@ def bootstrap(
     registry: Registry | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> Runledger:
-    """The composition root. Opens the configured store, which must have been initialised."""
+    """The composition root. Opens the configured store, which must have been initialised.
+
+    Without a registry, modules are loaded: the built-in ones named by the settings, then every
+    folder of RUNLEDGER_MODULES_DIR. A registry given by the caller (a test) is used as it is.
+    """
     settings = settings or Settings.from_env()
+    load = registry is None
     registry = registry if registry is not None else Registry()
     app, backend = open_app(store_config(settings.database_url), create=False)
     projector = Projector(app, backend)
@@ -85,7 +96,25 @@ def bootstrap(
     runs = Runs(
         app, streams, projector, queries, registry, settings, clock, ledger, core_lease
     )
-    return Runledger(
+    rl = Runledger(
         settings, app, backend, projector, queries, registry, ledger, cleanup, reconciler, runs,
         clock,
     )
+    if load:
+        load_modules(rl)
+    return rl
+
+
+def load_modules(rl: Runledger) -> None:
+    settings = rl.settings
+
+    def events(module: str) -> ModuleEvents:
+        return ModuleEvents(module, rl.reconciler.reconcile_module, rl.reconciler.expire)
+
+    loader = Loader(rl.registry, events, settings.module_settings)
+    builtins = [BUILTIN_DIR / name for name in settings.builtin_names()]
+    statuses = [loader.load_folder(folder) for folder in builtins if folder.is_dir()]
+    if settings.modules_dir:
+        statuses += loader.load([Path(settings.modules_dir)])
+    rl.modules = statuses
+    rl.loader = loader

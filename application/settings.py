@@ -21,6 +21,8 @@ ENV_NAMES = {
     "cleanup_groups_per_run": "EVENT_CLEANUP_GROUPS_PER_RUN",
     "advance_run_batch": "EVENT_RUN_BATCH",
     "lease_max_s": "EVENT_LEASE_MAX_S",
+    "modules_dir": "RUNLEDGER_MODULES_DIR",
+    "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
 }
 
 
@@ -35,11 +37,20 @@ class Settings(BaseModel, frozen=True):
     lease_max_s: int = Field(86_400, ge=1)
     default_budget_ms: int = Field(10_000, ge=1)
     claim_slack_s: float = Field(30.0, ge=0)
+    modules_dir: str | None = None
+    builtin_modules: str = "sandbox"
+    module_settings: dict[str, str] = Field(default_factory=dict)
+
+    def builtin_names(self) -> list[str]:
+        return [name.strip() for name in self.builtin_modules.split(",") if name.strip()]
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         environ = os.environ if environ is None else environ
-        given = {field: environ[name] for field, name in ENV_NAMES.items() if environ.get(name)}
+        given: dict[str, object] = {
+            field: environ[name] for field, name in ENV_NAMES.items() if environ.get(name)
+        }
+        given["module_settings"] = {k: v for k, v in environ.items() if k.startswith("RUNLEDGER_")}
         try:
             return cls.model_validate(given)
         except ValidationError as error:

@@ -1,0 +1,211 @@
+"""Loading modules from folders: one module per site, decided before any module code runs."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from application.deadline import Raised, TimedOut, call_with_deadline
+from application.modules import Registry
+
+MODULE_API = "1.0"
+BUILTIN_DIR = Path(__file__).parent / "builtin_modules"
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")
+    site: str = Field(min_length=1, max_length=128)
+    api: str = Field(pattern=r"^\d+\.\d+$")
+    entry: str = Field(pattern=r"^[\w./-]+:\w+$")
+
+
+@dataclass
+class ModuleStatus:
+    folder: str
+    name: str | None
+    site: str | None
+    status: Literal["loaded", "startup_failed"]
+    reason: str | None = None
+    actions: list[str] = field(default_factory=list)
+    leases: list[str] = field(default_factory=list)
+
+
+class ModuleEvents:
+    """What a module may tell core, bound to its own name by the loader."""
+
+    def __init__(self, module: str, reconcile: Callable[[str], Any],
+                 expired: Callable[[str, Any, Any], dict[str, int]]) -> None:
+        self._module = module
+        self._reconcile = reconcile
+        self._expired = expired
+
+    def reconcile(self) -> Any:
+        """The module saw its own reconnect: ask which of its entries are still in force."""
+        return self._reconcile(self._module)
+
+    def expired(self, *, kind: Any, ref: Any) -> dict[str, int]:
+        """The world ended one of this module's resources at its deadline."""
+        return self._expired(self._module, kind, ref)
+
+
+@dataclass
+class ModuleContext:
+    """Everything a module's ``register(ctx)`` receives."""
+
+    name: str
+    site: str
+    folder: Path
+    events: ModuleEvents
+    log: logging.Logger
+    registry: Registry
+    settings: dict[str, str]
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def action(self, action_id: str, **kwargs: Any) -> None:
+        self.registry.module(self.name).action(action_id, **kwargs)
+
+    def lease(self, lease_id: str, **kwargs: Any) -> None:
+        self.registry.module(self.name).lease(lease_id, **kwargs)
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        self.closers.append(fn)
+
+
+class ModuleFailed(Exception):
+    """One module could not start; its reason is this exception's message."""
+
+
+def folders(dirs: Iterable[Path]) -> list[Path]:
+    """Every module folder, in name order."""
+    found = [child for d in dirs if d.is_dir() for child in d.iterdir() if child.is_dir()]
+    return sorted(found, key=lambda p: (p.name, str(p)))
+
+
+class Loader:
+    """Loads module folders into one registry. A failure is a module's status, never a crash."""
+
+    def __init__(self, registry: Registry, events: Callable[[str], ModuleEvents],
+                 settings: dict[str, str], register_budget_s: float = 10.0) -> None:
+        self.registry = registry
+        self.events = events
+        self.settings = settings
+        self.register_budget_s = register_budget_s
+        self.sites: dict[str, str] = {}
+        self.contexts: list[ModuleContext] = []
+
+    def load(self, dirs: Iterable[Path]) -> list[ModuleStatus]:
+        return [self.load_folder(folder) for folder in folders(dirs)]
+
+    def load_folder(self, folder: Path) -> ModuleStatus:
+        try:
+            manifest = read_manifest(folder)
+        except ModuleFailed as error:
+            return ModuleStatus(str(folder), None, None, "startup_failed", str(error))
+        status = ModuleStatus(str(folder), manifest.name, manifest.site, "startup_failed")
+        holder = self.sites.get(manifest.site)
+        if holder is not None:
+            status.reason = f"site {manifest.site!r} is already held by module {holder!r}"
+            return status
+        # The first module for a site holds it whether or not its code then loads.
+        self.sites[manifest.site] = manifest.name
+        try:
+            self._start(folder, manifest, status)
+        except ModuleFailed as error:
+            status.reason = str(error)
+        return status
+
+    def close(self) -> None:
+        for context in self.contexts:
+            for closer in context.closers:
+                closer()
+
+    def _start(self, folder: Path, manifest: Manifest, status: ModuleStatus) -> None:
+        if any(m == manifest.name for m in self.registered_modules()):
+            raise ModuleFailed(f"a module named {manifest.name!r} is already loaded")
+        check_api(manifest.api)
+        register = import_entry(folder, manifest)
+        scratch = Registry()
+        context = ModuleContext(
+            manifest.name, manifest.site, folder, self.events(manifest.name),
+            logging.getLogger(f"runledger.module.{manifest.name}"), scratch, self.settings,
+        )
+        outcome = call_with_deadline(register, {"ctx": context}, self.register_budget_s)
+        if isinstance(outcome, Raised):
+            error = outcome.error
+            raise ModuleFailed(f"register() raised {type(error).__name__}: {error}")
+        if isinstance(outcome, TimedOut):
+            raise ModuleFailed(f"register() did not return within {outcome.seconds:g}s")
+        clash = (scratch.actions.keys() & self.registry.actions.keys()) | (
+            scratch.leases.keys() & self.registry.leases.keys()
+        )
+        if clash:
+            raise ModuleFailed(f"already registered by another module: {', '.join(sorted(clash))}")
+        self.registry.actions.update(scratch.actions)
+        self.registry.leases.update(scratch.leases)
+        context.registry = self.registry
+        self.contexts.append(context)
+        status.status = "loaded"
+        status.actions = sorted(scratch.actions)
+        status.leases = sorted(scratch.leases)
+
+    def registered_modules(self) -> set[str]:
+        return {c.name for c in self.contexts}
+
+
+def read_manifest(folder: Path) -> Manifest:
+    path = folder / "module.toml"
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModuleFailed("no module.toml in the folder") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ModuleFailed(f"module.toml is not valid TOML: {error}") from None
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "manifest"
+        raise ModuleFailed(f"module.toml: {where}: {first['msg']}") from None
+
+
+def check_api(wanted: str) -> None:
+    major, minor = (int(p) for p in wanted.split("."))
+    core_major, core_minor = (int(p) for p in MODULE_API.split("."))
+    if major != core_major or minor > core_minor:
+        raise ModuleFailed(
+            f"module API {wanted} is not compatible with this core's MODULE_API {MODULE_API}"
+        )
+
+
+def import_entry(folder: Path, manifest: Manifest) -> Callable[..., Any]:
+    target, _, function = manifest.entry.rpartition(":")
+    try:
+        if target.endswith(".py"):
+            path = (folder / target).resolve()
+            if folder.resolve() not in path.parents:
+                raise ModuleFailed(f"entry {manifest.entry!r} points outside the module folder")
+            spec = importlib.util.spec_from_file_location(f"runledger_module_{manifest.name}", path)
+            if spec is None or spec.loader is None:
+                raise ModuleFailed(f"entry {manifest.entry!r} cannot be imported")
+            code = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(code)
+        else:
+            code = importlib.import_module(target)
+    except ModuleFailed:
+        raise
+    except Exception as error:  # any failure while importing a module's code is its own
+        raise ModuleFailed(f"import failed: {type(error).__name__}: {error}") from None
+    register = getattr(code, function, None)
+    if not callable(register):
+        raise ModuleFailed(f"entry {manifest.entry!r} names no function")
+    return register  # type: ignore[no-any-return]
