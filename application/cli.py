@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -7,11 +8,13 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, TypeVar
 from uuid import UUID
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.console import show_runs
@@ -23,6 +26,8 @@ from application.demo import (
     sweep_until_settled,
 )
 from application.errors import RunledgerError
+from application.sandbox import SandboxWorld
+from application.settings import Settings
 from domain.errors import DomainError
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
@@ -111,8 +116,76 @@ def log(run_id: UUID) -> None:
 
 
 def _open() -> Runledger:
-    _, registry = builtin_registry()
-    return _guarded(lambda: bootstrap(registry=registry))
+    return _guarded(bootstrap)
+
+
+@app.command()
+def modules() -> None:
+    """List every module with its site, status, reason, actions and leases."""
+    with _open() as rl:
+        table = Table("module", "site", "status", "actions", "leases", "reason", title="Modules")
+        for m in rl.modules:
+            style = "green" if m.status == "loaded" else "red"
+            table.add_row(m.name or f"({Path(m.folder).name})", m.site or "",
+                          f"[{style}]{m.status}[/]", ", ".join(m.actions), ", ".join(m.leases),
+                          m.reason or "")
+        console.print(table)
+
+
+sandbox_app = typer.Typer(help="Look at and break the sandbox world.", no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
+
+
+def _world() -> SandboxWorld:
+    settings = _guarded(Settings.from_env)
+    path = settings.module_settings.get("RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3")
+    return SandboxWorld(Path(path))
+
+
+@sandbox_app.command("show")
+def sandbox_show() -> None:
+    """What is in the sandbox world now."""
+    world = _world()
+    for ref, thing in world.things().items():
+        console.print(f"{thing['kind']:<10} {ref}")
+    console.print(f"weather:north = {world.value('weather:north')}, "
+                  f"weather:south = {world.value('weather:south')}")
+
+
+@sandbox_app.command("fault")
+def sandbox_fault(
+    scope: Annotated[str, typer.Argument(help="an action id (sandbox.spawn) or a ref")],
+    knob: Annotated[str, typer.Argument(help="fail_perform, fail_revert, terminal, hang, throw, "
+                                              "garbage or fail_refs")],
+    value: Annotated[str, typer.Argument(help="a JSON value: a count, seconds, a list")] = "true",
+) -> None:
+    """Inject a fault into the sandbox's module."""
+    try:
+        _world().set_fault(scope, knob, json.loads(value))
+    except (ValueError, json.JSONDecodeError) as error:
+        console.print(f"[red]runledger:[/] {error}")
+        raise typer.Exit(2) from None
+    console.print(f"{scope}: {knob} = {value}")
+
+
+@sandbox_app.command("set")
+def sandbox_set(target: str, value: str) -> None:
+    """Change a world property as somebody else would (weather:north storm)."""
+    _world().set_value(target, value)
+    console.print(f"{target} = {value}")
+
+
+@sandbox_app.command("vanish")
+def sandbox_vanish(ref: str) -> None:
+    """Make a thing disappear without telling core."""
+    console.print("gone" if _world().vanish(ref) else f"no {ref} in the world")
+
+
+@sandbox_app.command("restart")
+def sandbox_restart() -> None:
+    """Restart the game server: the module sees its reconnect and asks core to reconcile."""
+    _world().restart()
+    console.print("restarted")
 
 
 @app.command()
