@@ -39,6 +39,10 @@ class Backend(ABC):
         """Every stored event of these aggregates, grouped by aggregate, in version order."""
 
     @abstractmethod
+    def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
+        """Every stored event of these aggregates with its position in the store."""
+
+    @abstractmethod
     def missing_tables(self) -> list[str]:
         """The runledger tables this store does not have yet."""
 

@@ -45,6 +45,22 @@ class PostgresBackend(Backend):
                 for row in cursor.fetchall()
             ]
 
+    def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
+        statement = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state FROM {}.{} "
+            "WHERE originator_id = ANY(%s) ORDER BY notification_id"
+        ).format(Identifier(self.schema), Identifier(self.events_table))
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(statement, [list(ids)])
+            return [
+                (row["notification_id"], StoredEvent(
+                    originator_id=row["originator_id"],
+                    originator_version=row["originator_version"],
+                    topic=row["topic"], state=bytes(row["state"]),
+                ))
+                for row in cursor.fetchall()
+            ]
+
     def missing_tables(self) -> list[str]:
         with self.transaction(commit=False) as cursor:
             cursor.execute(

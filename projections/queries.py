@@ -212,6 +212,10 @@ class Queries:
         )
         return [EntryRow.of(row) for row in rows]
 
+    def step_keys(self, run_id: UUID) -> list[UUID]:
+        rows = self._rows("SELECT step_key FROM {rl_steps} WHERE run_id = %s", [str(run_id)])
+        return [UUID(row["step_key"]) for row in rows]
+
     def running_runs(self, limit: int) -> list[UUID]:
         rows = self._rows(
             "SELECT run_id FROM {rl_runs} WHERE status = 'running' ORDER BY started_at LIMIT %s",

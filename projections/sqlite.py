@@ -47,6 +47,25 @@ class SQLiteBackend(Backend):
                 )
         return found
 
+    def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
+        found: list[tuple[int, StoredEvent]] = []
+        with self.transaction(commit=False) as cursor:
+            for part in chunks(list(ids)):
+                cursor.execute(
+                    f"SELECT rowid, originator_id, originator_version, topic, state "
+                    f"FROM {self.events_table} WHERE originator_id IN ({self.markers(len(part))})",
+                    [i.hex for i in part],
+                )
+                found.extend(
+                    (row["rowid"], StoredEvent(
+                        originator_id=UUID(row["originator_id"]),
+                        originator_version=row["originator_version"],
+                        topic=row["topic"], state=row["state"],
+                    ))
+                    for row in cursor.fetchall()
+                )
+        return sorted(found, key=lambda pair: pair[0])
+
     def missing_tables(self) -> list[str]:
         with self.transaction(commit=False) as cursor:
             cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
