@@ -7,6 +7,7 @@ from pathlib import Path
 
 from application.cleanup import Cleanup
 from application.errors import StoreUnavailable
+from application.history import History
 from application.leases import CoreLease
 from application.ledger import Ledger
 from application.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
@@ -42,6 +43,11 @@ class Runledger:
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
+
+    @property
+    def history(self) -> History:
+        return History(self.app, self.backend, self.projector, self.queries, self.settings,
+                       self.clock)
 
     def runner(self, worker: str) -> Runner:
         return Runner(self.runs, self.cleanup, self.reconciler, worker)

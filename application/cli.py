@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from application import operator_cli
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.console import show_runs
 from application.demo import (
@@ -270,6 +271,9 @@ def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
             [limit],
         )
         return [UUID(row["run_id"]) for row in cursor.fetchall()][::-1]
+
+
+operator_cli.register(app, console, _open, _guarded)
 
 
 def main() -> None:

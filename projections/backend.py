@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -21,6 +22,14 @@ class Cursor(Protocol):
 
 class Backend(ABC):
     """What the projections and the bulk loader need from one engine."""
+
+    suffix = ""
+
+    def with_suffix(self, suffix: str) -> Backend:
+        """The same store, naming a parallel set of tables (a rebuild's shadow)."""
+        shadow = copy.copy(self)
+        shadow.suffix = suffix
+        return shadow
 
     @abstractmethod
     def transaction(self, *, commit: bool) -> AbstractContextManager[Cursor]:
@@ -48,15 +57,18 @@ class Backend(ABC):
 
     def sql(self, statement: str) -> str:
         """A statement written once, with {table} names and %s markers, for this engine."""
-        return _render(statement, self.placeholder(), tuple(self.qualify(t) for t in TABLES))
+        return _render(
+            statement, self.placeholder(), tuple(self.qualify(t) for t in TABLES), self.suffix
+        )
 
     def markers(self, count: int) -> str:
         return ", ".join([self.placeholder()] * count)
 
 
 @cache
-def _render(statement: str, marker: str, qualified: tuple[str, ...]) -> str:
+def _render(statement: str, marker: str, qualified: tuple[str, ...], suffix: str) -> str:
     names = dict(zip(TABLES, qualified, strict=True))
+    names |= {f"ix_{t}": f"{t}{suffix}" for t in TABLES}
     return statement.format(**names).replace("%s", marker)
 
 

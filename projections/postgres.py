@@ -26,7 +26,7 @@ class PostgresBackend(Backend):
         return "%s"
 
     def qualify(self, table: str) -> str:
-        return f'"{self.schema}".{table}'
+        return f'"{self.schema}".{table}{self.suffix}'
 
     def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
         statement = SQL(

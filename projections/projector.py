@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from eventsourcing.application import Application
@@ -12,17 +12,26 @@ from projections.schema import create_tables
 from projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
 
 PAGE = 2_000
+Progress = Callable[[int, int], None]
+"""Told (events read in this page, position reached) after every page."""
 
 
 class View(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def table(self) -> str: ...
+
     def topics(self) -> set[str]: ...
 
     def process(
         self, backend: Backend, cursor: Cursor, events: Sequence[tuple[int, Event]]
     ) -> None: ...
+
+
+def all_views() -> list[View]:
+    return [RunsView(), ResourcesView(), StepsView(), RunLogView()]
 
 
 class Projector:
@@ -33,10 +42,12 @@ class Projector:
     applying one page twice.
     """
 
-    def __init__(self, app: Application[Any], backend: Backend) -> None:
+    def __init__(
+        self, app: Application[Any], backend: Backend, views: list[View] | None = None
+    ) -> None:
         self.app = app
         self.backend = backend
-        self.views: list[View] = [RunsView(), ResourcesView(), StepsView(), RunLogView()]
+        self.views = views if views is not None else all_views()
 
     @property
     def recorder(self) -> ApplicationRecorder:
@@ -47,24 +58,25 @@ class Projector:
     def create_tables(self) -> None:
         create_tables(self.backend, [v.name for v in self.views])
 
-    def rebuild(self) -> int:
-        """Empty every view and replay the store from position zero."""
-        with self.backend.transaction(commit=True) as cursor:
-            self._lock(cursor)
-            for table in ("rl_runs", "rl_resources", "rl_steps", "rl_run_log"):
-                cursor.execute(self.backend.sql(f"DELETE FROM {{{table}}}"))
-            cursor.execute(self.backend.sql("UPDATE {rl_tracking} SET position = 0"))
-        return self.catch_up()
-
     def positions(self) -> dict[str, int]:
         with self.backend.transaction(commit=False) as cursor:
             cursor.execute(self.backend.sql("SELECT name, position FROM {rl_tracking}"))
             return {row["name"]: int(row["position"]) for row in cursor.fetchall()}
 
-    def catch_up(self) -> int:
+    def catch_up(self, progress: Progress | None = None) -> int:
         """Apply everything the store holds now; answers the lowest position reached."""
         while True:
-            count, reached = self._page()
+            with self.backend.transaction(commit=True) as cursor:
+                count, reached = self.advance(cursor)
+            if progress is not None and count:
+                progress(count, reached)
+            if count < PAGE:
+                return reached
+
+    def catch_up_in(self, cursor: Cursor) -> int:
+        """The same, inside a transaction the caller holds (a rebuild's swap)."""
+        while True:
+            count, reached = self.advance(cursor)
             if count < PAGE:
                 return reached
 
@@ -76,35 +88,45 @@ class Projector:
                 raise TimeoutError(f"projections did not reach position {position}")
             time.sleep(0.02)
 
-    def _page(self) -> tuple[int, int]:
-        with self.backend.transaction(commit=True) as cursor:
-            positions = self._lock(cursor)
-            start = min(positions.values())
-            notes = self.recorder.select_notifications(
-                start=start, limit=PAGE, inclusive_of_start=False
-            )
-            if not notes:
-                return 0, start
-            mapper = self.app.mapper
-            wanted = {view.name: view.topics() for view in self.views}
-            decoded: dict[int, Event] = {}
-            for view in self.views:
-                after, topics = positions[view.name], wanted[view.name]
-                page: list[tuple[int, Event]] = []
-                for note in notes:
-                    if note.id > after and note.topic in topics:
-                        if note.id not in decoded:
-                            decoded[note.id] = mapper.to_domain_event(note)
-                        page.append((note.id, decoded[note.id]))
-                view.process(self.backend, cursor, page)
-            last = notes[-1].id
-            cursor.execute(
-                self.backend.sql("UPDATE {rl_tracking} SET position = %s WHERE position < %s"),
-                [last, last],
-            )
-            return len(notes), last
+    def advance(self, cursor: Cursor) -> tuple[int, int]:
+        """Apply one page after the lowest position; answers (events read, position reached)."""
+        positions = self._lock(cursor)
+        start = min(positions.values())
+        notes = self.recorder.select_notifications(
+            start=start, limit=PAGE, inclusive_of_start=False
+        )
+        if not notes:
+            return 0, start
+        mapper = self.app.mapper
+        decoded: dict[int, Event] = {}
+        for view in self.views:
+            after, topics = positions[view.name], view.topics()
+            page: list[tuple[int, Event]] = []
+            for note in notes:
+                if note.id > after and note.topic in topics:
+                    if note.id not in decoded:
+                        decoded[note.id] = mapper.to_domain_event(note)
+                    page.append((note.id, decoded[note.id]))
+            view.process(self.backend, cursor, page)
+        last = notes[-1].id
+        names = [v.name for v in self.views]
+        cursor.execute(
+            self.backend.sql(
+                "UPDATE {rl_tracking} SET position = %s "
+                f"WHERE position < %s AND name IN ({self.backend.markers(len(names))})"
+            ),
+            [last, last, *names],
+        )
+        return len(notes), last
 
     def _lock(self, cursor: Cursor) -> dict[str, int]:
-        cursor.execute(self.backend.sql("UPDATE {rl_tracking} SET position = position"))
-        cursor.execute(self.backend.sql("SELECT name, position FROM {rl_tracking}"))
+        names = [v.name for v in self.views]
+        where = f"name IN ({self.backend.markers(len(names))})"
+        cursor.execute(
+            self.backend.sql(f"UPDATE {{rl_tracking}} SET position = position WHERE {where}"),
+            names,
+        )
+        cursor.execute(
+            self.backend.sql(f"SELECT name, position FROM {{rl_tracking}} WHERE {where}"), names
+        )
         return {row["name"]: int(row["position"]) for row in cursor.fetchall()}

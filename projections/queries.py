@@ -212,6 +212,15 @@ class Queries:
         )
         return [EntryRow.of(row) for row in rows]
 
+    def entries_named(self, text: str) -> list[EntryRow]:
+        kind, _, ref = text.partition(":")
+        rows = self._rows(
+            "SELECT * FROM {rl_resources} WHERE ref = %s OR (kind = %s AND ref = %s) "
+            "ORDER BY recorded_at LIMIT 20",
+            [text, kind, ref],
+        )
+        return [EntryRow.of(row) for row in rows]
+
     def step_keys(self, run_id: UUID) -> list[UUID]:
         rows = self._rows("SELECT step_key FROM {rl_steps} WHERE run_id = %s", [str(run_id)])
         return [UUID(row["step_key"]) for row in rows]

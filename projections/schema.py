@@ -1,53 +1,77 @@
 from __future__ import annotations
 
-from projections.backend import Backend
+from projections.backend import Backend, Cursor
 
 # Entries automatic cleanup may still work; the sweep's candidate query reads only this index,
 # so its cost does not grow with what has already been given back.
 OPEN_STATES = "('placeholder', 'live', 'failing', 'orphaned')"
 UNRESOLVED_STATES = "('placeholder', 'live', 'failing', 'drifted', 'orphaned')"
 
-STATEMENTS = [
-    "CREATE TABLE IF NOT EXISTS {rl_tracking} (name TEXT PRIMARY KEY, position BIGINT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS {rl_runs} (
-        run_id TEXT PRIMARY KEY, name TEXT NOT NULL, status TEXT NOT NULL,
-        started_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION, ended_by TEXT,
-        end_reason TEXT, phase INTEGER NOT NULL, version BIGINT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS {rl_steps} (
-        step_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, step_id TEXT NOT NULL,
-        phase INTEGER NOT NULL, action TEXT NOT NULL, state TEXT NOT NULL,
-        attempts INTEGER NOT NULL, claim_worker TEXT, claim_expires DOUBLE PRECISION,
-        last_error TEXT, done_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
-    "CREATE INDEX IF NOT EXISTS rl_steps_run ON {rl_steps} (run_id, phase)",
-    """CREATE TABLE IF NOT EXISTS {rl_resources} (
-        entry_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, step TEXT NOT NULL,
-        kind TEXT NOT NULL, ref TEXT NOT NULL, module TEXT NOT NULL, action TEXT,
-        idempotency_key TEXT NOT NULL, payload TEXT, member_key TEXT,
-        until DOUBLE PRECISION, status TEXT NOT NULL, attempts INTEGER NOT NULL,
-        terminal INTEGER NOT NULL, claim_worker TEXT, claim_expires DOUBLE PRECISION,
-        last_error TEXT, drift_current TEXT, recorded_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL)""",
-    f"""CREATE INDEX IF NOT EXISTS rl_resources_open ON {{rl_resources}} (run_id)
-        WHERE status IN {OPEN_STATES} AND terminal = 0""",
-    f"""CREATE INDEX IF NOT EXISTS rl_resources_unresolved ON {{rl_resources}} (run_id)
-        WHERE status IN {UNRESOLVED_STATES}""",
-    f"""CREATE INDEX IF NOT EXISTS rl_resources_target ON {{rl_resources}} (module, kind, ref)
-        WHERE status IN {UNRESOLVED_STATES}""",
-    "CREATE INDEX IF NOT EXISTS rl_resources_run ON {rl_resources} (run_id, recorded_at)",
-    """CREATE INDEX IF NOT EXISTS rl_runs_running ON {rl_runs} (started_at)
-        WHERE status = 'running'""",
-    """CREATE TABLE IF NOT EXISTS {rl_run_log} (
-        position BIGINT PRIMARY KEY, run_id TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
-        kind TEXT NOT NULL, detail TEXT NOT NULL)""",
-    "CREATE INDEX IF NOT EXISTS rl_run_log_run ON {rl_run_log} (run_id, position)",
-]
+# Index names carry the table's suffix ({ix_...}), so a rebuild's shadow tables have their own.
+TABLE_DDL: dict[str, list[str]] = {
+    "rl_tracking": [
+        """CREATE TABLE IF NOT EXISTS {rl_tracking} (
+            name TEXT PRIMARY KEY, position BIGINT NOT NULL)""",
+    ],
+    "rl_runs": [
+        """CREATE TABLE IF NOT EXISTS {rl_runs} (
+            run_id TEXT PRIMARY KEY, name TEXT NOT NULL, status TEXT NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION, ended_by TEXT,
+            end_reason TEXT, phase INTEGER NOT NULL, version BIGINT NOT NULL)""",
+        """CREATE INDEX IF NOT EXISTS {ix_rl_runs}_running ON {rl_runs} (started_at)
+            WHERE status = 'running'""",
+    ],
+    "rl_steps": [
+        """CREATE TABLE IF NOT EXISTS {rl_steps} (
+            step_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, step_id TEXT NOT NULL,
+            phase INTEGER NOT NULL, action TEXT NOT NULL, state TEXT NOT NULL,
+            attempts INTEGER NOT NULL, claim_worker TEXT, claim_expires DOUBLE PRECISION,
+            last_error TEXT, done_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS {ix_rl_steps}_run ON {rl_steps} (run_id, phase)",
+    ],
+    "rl_resources": [
+        """CREATE TABLE IF NOT EXISTS {rl_resources} (
+            entry_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, step TEXT NOT NULL,
+            kind TEXT NOT NULL, ref TEXT NOT NULL, module TEXT NOT NULL, action TEXT,
+            idempotency_key TEXT NOT NULL, payload TEXT, member_key TEXT,
+            until DOUBLE PRECISION, status TEXT NOT NULL, attempts INTEGER NOT NULL,
+            terminal INTEGER NOT NULL, claim_worker TEXT, claim_expires DOUBLE PRECISION,
+            last_error TEXT, drift_current TEXT, recorded_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL)""",
+        f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}_open ON {{rl_resources}} (run_id)
+            WHERE status IN {OPEN_STATES} AND terminal = 0""",
+        f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}_unresolved ON {{rl_resources}}
+            (run_id) WHERE status IN {UNRESOLVED_STATES}""",
+        f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}_target ON {{rl_resources}}
+            (module, kind, ref) WHERE status IN {UNRESOLVED_STATES}""",
+        """CREATE INDEX IF NOT EXISTS {ix_rl_resources}_run ON {rl_resources}
+            (run_id, recorded_at)""",
+    ],
+    "rl_run_log": [
+        """CREATE TABLE IF NOT EXISTS {rl_run_log} (
+            position BIGINT PRIMARY KEY, run_id TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
+            kind TEXT NOT NULL, detail TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS {ix_rl_run_log}_run ON {rl_run_log} (run_id, position)",
+    ],
+}
+
+
+def create_table(backend: Backend, cursor: Cursor, table: str, *, indexes: bool = True) -> None:
+    statements = TABLE_DDL[table] if indexes else TABLE_DDL[table][:1]
+    for statement in statements:
+        cursor.execute(backend.sql(statement))
+
+
+def create_indexes(backend: Backend, cursor: Cursor, table: str) -> None:
+    for statement in TABLE_DDL[table][1:]:
+        cursor.execute(backend.sql(statement))
 
 
 def create_tables(backend: Backend, view_names: list[str]) -> None:
     """Create the projection tables and their tracking rows; safe to run again."""
     with backend.transaction(commit=True) as cursor:
-        for statement in STATEMENTS:
-            cursor.execute(backend.sql(statement))
+        for table in TABLE_DDL:
+            create_table(backend, cursor, table)
         insert = backend.sql(
             "INSERT INTO {rl_tracking} (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING"
         )

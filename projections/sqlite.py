@@ -24,7 +24,7 @@ class SQLiteBackend(Backend):
         return "?"
 
     def qualify(self, table: str) -> str:
-        return table
+        return f"{table}{self.suffix}"
 
     def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
         found: list[StoredEvent] = []

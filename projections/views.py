@@ -298,6 +298,7 @@ class RunLogView:
     """The run log: one line per fact worth a sentence, keyed by its position in the store."""
 
     name = "run_log"
+    table = "rl_run_log"
     events = (
         LogEntry.Written, Run.Started, Run.PhaseAdvanced, Run.Completed, Run.Cancelled,
         Run.Aborted, Step.Succeeded, Step.Failed,

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from application.bootstrap import Runledger
+from projections.rebuild import rebuild
 from projections.views import ResourcesView
 from tests.conftest import Factory
 
@@ -47,7 +48,8 @@ def test_a_rebuild_from_position_zero_gives_identical_tables(rl: Runledger) -> N
     rl.projector.catch_up()
     before = dump(rl)
     assert len(before["rl_resources"]) == 12
-    rl.projector.rebuild()
+    report = rebuild(rl.app, rl.backend)
+    assert report.swapped and report.events > 0
     assert dump(rl) == before
 
 

@@ -1,0 +1,210 @@
+"""The operator's commands on the history: replay, rebuild, projections and step."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from application.bootstrap import Runledger
+from application.errors import BadRequest, NotFound
+from application.history import StepFrame, Stepping
+from projections.rebuild import choose, rebuild
+
+STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
+               "failing": "red", "drifted": "dark_orange", "orphaned": "dark_orange",
+               "kept": "bright_black", "live": "white", "placeholder": "cyan"}
+
+
+def _json(value: Any) -> str:
+    def default(o: Any) -> Any:
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            return dataclasses.asdict(o)
+        if isinstance(o, datetime | UUID):
+            return str(o)
+        return repr(o)
+
+    return json.dumps(value, default=default, indent=2)
+
+
+def _moment(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadRequest(f"--as-of {text!r} is not an ISO 8601 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> None:
+    """Add the history commands to the CLI."""
+
+    @app.command()
+    def replay(
+        run_id: UUID,
+        as_of: Annotated[str | None, typer.Option(help="only what had happened by then")] = None,
+        entry: Annotated[str | None, typer.Option(help="one entry: kind:ref or ref")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    ) -> None:
+        """The audit trail of a run's cleanup, in store order."""
+        with open_rl() as rl:
+            found = guarded(lambda: rl.history.replay(run_id, _moment(as_of), entry))
+            if as_json:
+                print(_json(found))
+                return
+            title = f"{found.name} {run_id}" + (f" as of {found.as_of}" if found.as_of else "")
+            table = Table("#", "time", "entry", "event", "actor", "outcome", title=title)
+            for line in found.lines:
+                style = STATE_STYLE.get(line.outcome, "white")
+                table.add_row(str(line.position), f"{line.at:%Y-%m-%d %H:%M:%S}", line.subject,
+                              line.event, line.actor or "", f"[{style}]{line.outcome}[/]")
+            console.print(table)
+            if found.as_of:
+                for state in found.entries:
+                    style = STATE_STYLE.get(state.state, "white")
+                    console.print(f"  {state.name}: [{style}]{state.state}[/], "
+                                  f"{state.attempts} attempts")
+            console.print(f"run {found.run_status}; cleanup status [bold]{found.cleanup_status}[/]")
+
+    @app.command()
+    def projections() -> None:
+        """Each projection with its position and how far it lags behind the store."""
+        with open_rl() as rl:
+            head = rl.app.recorder.max_notification_id() or 0
+            table = Table("projection", "position", "lag", title=f"store head {head}")
+            for name, position in sorted(rl.projector.positions().items()):
+                table.add_row(name, str(position), str(max(head - position, 0)))
+            console.print(table)
+
+    @app.command(name="rebuild")
+    def rebuild_command(
+        names: Annotated[list[str] | None, typer.Argument(help="projections; all if none")] = None,
+        verify: Annotated[bool, typer.Option(help="rebuild aside and compare, swap nothing")]
+        = False,
+    ) -> None:
+        """Rebuild projections from position zero, then swap them in at once."""
+        with open_rl() as rl:
+            try:
+                choose(names)
+            except KeyError as error:
+                console.print(f"[red]runledger:[/] {error.args[0]}")
+                raise typer.Exit(2) from None
+            report = _rebuild(console, rl, names, verify)
+            rate = f"{report.events:,} events in {report.seconds:.2f}s " \
+                   f"({report.events_per_second:,.0f} events/s)"
+            if not verify:
+                console.print(f"rebuilt {', '.join(report.views)}: {rate}; swapped in at "
+                              f"position {report.position}")
+                return
+            if not report.differences:
+                console.print(f"verified {', '.join(report.views)}: {rate}; "
+                              "the live tables equal a rebuild from zero")
+                return
+            table = Table("table", "key", "live", "rebuilt", title="Differences")
+            for d in report.differences:
+                table.add_row(d.table, d.key, _json(d.live), _json(d.rebuilt))
+            console.print(table)
+            console.print(f"[red]{len(report.differences)} rows differ[/]")
+            raise typer.Exit(1)
+
+    @app.command()
+    def step(
+        entry: Annotated[str, typer.Argument(help="an entry id, or its ref")],
+        at: Annotated[int | None, typer.Option(help="show version N, reading no further")]
+        = None,
+        as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    ) -> None:
+        """Step through one entry's events, version by version."""
+        with open_rl() as rl:
+            entry_id = guarded(lambda: _entry_id(rl, entry))
+            stepping = guarded(lambda: rl.history.step(entry_id, at))
+            frames = stepping.frames[-1:] if at is not None else stepping.frames
+            if as_json:
+                print(_json({"entry_id": entry_id, "name": stepping.name,
+                             "versions": stepping.total, "frames": frames}))
+                return
+            if at is None and sys.stdin.isatty() and sys.stdout.isatty():
+                _interactive(console, rl, entry_id, stepping)
+                return
+            for frame in frames:
+                _show_frame(console, stepping, frame)
+
+
+def _rebuild(console: Console, rl: Runledger, names: list[str] | None, verify: bool) -> Any:
+    head = rl.app.recorder.max_notification_id() or 0
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[rate]}"),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("rebuilding", total=head or 1, rate="")
+        started = datetime.now(UTC)
+
+        def advanced(count: int, reached: int) -> None:
+            seconds = (datetime.now(UTC) - started).total_seconds() or 1e-9
+            done = bar.tasks[0].completed + count
+            bar.update(task, completed=min(reached, head), rate=f"{done / seconds:,.0f} events/s")
+
+        return rebuild(rl.app, rl.backend, names, verify=verify, progress=advanced)
+
+
+def _entry_id(rl: Runledger, text: str) -> UUID:
+    try:
+        return UUID(text)
+    except ValueError:
+        pass
+    rl.projector.catch_up()
+    found = rl.queries.entries_named(text)
+    if not found:
+        raise NotFound(f"no ledger entry named {text!r}")
+    if len(found) > 1:
+        names = ", ".join(f"{e.entry_id} (run {e.run_id})" for e in found[:5])
+        raise BadRequest(f"{len(found)} entries are named {text!r}; pass one id: {names}")
+    return found[0].entry_id
+
+
+def _show_frame(console: Console, stepping: Stepping, frame: StepFrame) -> None:
+    console.rule(f"{stepping.name} — version {frame.version} of {stepping.total}: {frame.event} "
+                 f"at {frame.at:%Y-%m-%d %H:%M:%S}")
+    table = Table("field", "value", "changed from", box=None)
+    for name, value in frame.state.items():
+        if name in frame.changed:
+            table.add_row(f"[bold]{name}[/]", f"[yellow]{_show(value)}[/]",
+                          _show(frame.changed[name][0]))
+        else:
+            table.add_row(name, _show(value), "")
+    console.print(table)
+    last = frame.version == stepping.total
+    if frame.values is not None and (frame.event == "Drifted" or last):
+        values = Table("baseline", "applied", "current", title="who changed this, and when?")
+        values.add_row(*(repr(frame.values[k]) for k in ("baseline", "applied", "current")))
+        console.print(values)
+
+
+def _show(value: Any) -> str:
+    return value.isoformat() if isinstance(value, datetime) else repr(value)
+
+
+def _interactive(console: Console, rl: Runledger, entry_id: UUID, stepping: Stepping) -> None:
+    index = 0
+    while True:
+        _show_frame(console, stepping, stepping.frames[index])
+        answer = console.input("[dim](n)ext (p)revious (j N) jump (q)uit:[/] ").strip().lower()
+        if answer in ("q", "quit"):
+            return
+        if answer in ("", "n"):
+            index = min(index + 1, len(stepping.frames) - 1)
+        elif answer == "p":
+            index = max(index - 1, 0)
+        elif answer.startswith("j"):
+            try:
+                index = min(max(int(answer[1:].strip()) - 1, 0), len(stepping.frames) - 1)
+            except ValueError:
+                console.print("jump needs a version number: j 3")
