@@ -172,8 +172,11 @@ class Queries:
         return [UUID(row["run_id"]) for row in rows]
 
     def retryable_entries(
-        self, run_id: UUID, now: datetime, max_attempts: int, *, overdue_leases_only: bool
+        self, run_id: UUID, now: datetime, max_attempts: int, *, overdue_leases_only: bool,
+        limit: int = 5_000,
     ) -> list[EntryRow]:
+        """A bounded page of what one pass may work: a sweep's memory does not grow with the
+        run, and a group cut at the page's end is simply finished by the next pass."""
         stamp = now.timestamp()
         lease_clause = "AND r.kind = 'override' AND r.until <= %s" if overdue_leases_only else ""
         params: list[Any] = [str(run_id), max_attempts, stamp]
@@ -181,8 +184,8 @@ class Queries:
             params.append(stamp)
         rows = self._rows(
             f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s AND {_RETRYABLE}
-            {lease_clause} ORDER BY r.recorded_at, r.entry_id""",
-            params,
+            {lease_clause} ORDER BY r.recorded_at, r.entry_id LIMIT %s""",
+            [*params, limit],
         )
         return [EntryRow.of(row) for row in rows]
 
