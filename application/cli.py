@@ -19,13 +19,7 @@ from rich.table import Table
 from application import operator_cli
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.console import show_runs
-from application.demo import (
-    HARVEST,
-    DemoWorld,
-    builtin_registry,
-    stage_runs,
-    sweep_until_settled,
-)
+from application.demo import run_demo
 from application.errors import RunledgerError
 from application.sandbox import SandboxWorld
 from application.settings import Settings
@@ -54,43 +48,16 @@ def init() -> None:
 
 @app.command()
 def demo() -> None:
-    """Ledger a handful of runs against a small built-in world, sweep them, and show the result."""
-    logging.basicConfig(level=logging.WARNING)
-    where = _guarded(init_store)
-    world, registry = builtin_registry()
-    with _guarded(lambda: bootstrap(registry=registry)) as rl:
-        console.print(f"[bold]runledger demo[/] on the {where}\n")
-        runs = stage_runs(rl, world)
-        sweeps = sweep_until_settled(rl, "demo-runner")
-        console.print(f"Swept {sweeps} times, as the runner's ticks would.\n")
-        show_runs(console, rl, runs, with_log=True)
-        console.print("\nThe stall keeper answers again; [bold]ops[/] asks for cleanup once more:")
-        world.stall_fixed = True
-        summary = rl.cleanup.manual_cleanup(runs[1], "ops")
-        console.print(f"  {summary}\n")
-        show_runs(console, rl, runs, with_log=False)
-        calls = {key.split(":", 1)[1]: n for key, n in world.calls.items()}
-        console.print(f"\nRevert calls per step: {calls}")
-        console.print(f"Weather now: {world.weather} (south stays as the game master left it)")
-        _demo_spec_run(rl, world)
-
-
-def _demo_spec_run(rl: Runledger, world: DemoWorld) -> None:
-    console.rule("A run driven by its spec")
-    run = rl.runs.start(HARVEST)
-    runner = rl.runner("demo-runner")
-    runner.tick()
-    console.print(f"After one tick: crows {sorted(c for c in world.creatures if 'crow' in c)}, "
-                  f"weather {world.weather}")
-    for phase in rl.runs.describe(run):
-        console.print(f"  {phase.headline}")
-    console.print("[bold]bea[/] advances the gather phase; the next ticks run the finale:")
-    rl.runs.advance(run, "bea")
-    report = runner.tick()
-    console.print(f"  one tick: {report.advance}; swept {len(report.swept)} run in the same tick")
-    show_runs(console, rl, [run], with_log=True)
-    left = sorted(c for c in world.creatures if "crow" in c or "king" in c)
-    console.print(f"\nCreatures left from the festival: {left or 'none'}; weather {world.weather}")
+    """A small festival on the sandbox world, end to end: given back, left alone, and what needs
+    a person."""
+    logging.basicConfig(level=logging.ERROR)
+    settings = _guarded(Settings.from_env)
+    budget = {"RUNLEDGER_SANDBOX_BUDGET_MS": "500"} | settings.module_settings
+    settings = settings.model_copy(update={"module_settings": budget})
+    where = _guarded(lambda: init_store(settings))
+    with _guarded(lambda: bootstrap(settings)) as rl:
+        console.print(f"[bold]runledger demo[/] on the {where}, with the sandbox world\n")
+        run_demo(rl, console)
 
 
 @app.command()

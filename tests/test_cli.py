@@ -28,15 +28,19 @@ def test_the_demo_gives_back_what_it_can_and_shows_what_needs_a_person(tmp_path:
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "runledger.sqlite3").exists()
     out = done.stdout
-    assert "Spring festival" in out and "complete" in out
-    assert "drifted" in out and '"snow"' in out
-    assert "did not answer within 0.3s" in out
-    assert "cleanup.kept" in out and "alice" in out
-    assert "resource.expired" in out
+    assert (tmp_path / "sandbox.sqlite3").exists()
+    assert "Phase gather: steps done, waiting for a person to advance it" in out
+    assert "resource.expired" in out and "zone:arena" in out
+    assert "cleanup.kept" in out and "by=alice" in out
+    assert 'the value is now "storm"' in out
+    assert "step ring failed 3 times" in out
+    assert "attempted 2, reverted 2, remaining 0" in out
+    assert "North weather: storm" in out
     assert "Traceback" not in out + done.stderr
     listed = run_cli("runs", cwd=tmp_path)
     assert listed.returncode == 0
-    assert "Night market" in listed.stdout and "Storm watch" in listed.stdout
+    for name in ("Harvest festival", "Night market", "Parade", "Duel at dusk"):
+        assert name in listed.stdout
 
 
 def test_commands_on_a_store_that_was_never_initialised_say_so_in_one_line(
