@@ -72,7 +72,10 @@ def test_a_store_that_was_never_initialised_says_so(tmp_path: Path) -> None:
 
 
 def test_init_is_idempotent(tmp_path: Path) -> None:
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'x.sqlite3'}")
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'x.sqlite3'}",
+        module_settings={"RUNLEDGER_SANDBOX_PATH": str(tmp_path / "world.sqlite3")},
+    )
     init_store(settings)
     init_store(settings)
     with bootstrap(settings) as rl:
