@@ -48,6 +48,11 @@ class Backend(ABC):
         """Every stored event of these aggregates, grouped by aggregate, in version order."""
 
     @abstractmethod
+    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+        """The store's next events after a position: (position, originator id as text,
+        version, topic, state), in order."""
+
+    @abstractmethod
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
         """Every stored event of these aggregates with its position in the store."""
 

@@ -6,6 +6,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresDatastore
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from projections.backend import TABLES, Backend, Cursor
@@ -44,6 +45,17 @@ class PostgresBackend(Backend):
                 )
                 for row in cursor.fetchall()
             ]
+
+    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+        statement = SQL(
+            "SELECT notification_id, originator_id::text, originator_version, topic, state "
+            "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
+        ).format(Identifier(self.schema), Identifier(self.events_table))
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(statement, [after, limit], prepare=True)
+            rows = cur.fetchall()
+            conn.rollback()
+        return [(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows]
 
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
         statement = SQL(

@@ -8,6 +8,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import ApplicationRecorder
 
 from projections.backend import Backend, Cursor
+from projections.lazy import lazy_event
 from projections.schema import create_tables
 from projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
 
@@ -48,6 +49,8 @@ class Projector:
         self.app = app
         self.backend = backend
         self.views = views if views is not None else all_views()
+        transcoder: Any = app.mapper.transcoder
+        self.transcodings = transcoder.names
 
     @property
     def recorder(self) -> ApplicationRecorder:
@@ -92,23 +95,22 @@ class Projector:
         """Apply one page after the lowest position; answers (events read, position reached)."""
         positions = self._lock(cursor)
         start = min(positions.values())
-        notes = self.recorder.select_notifications(
-            start=start, limit=PAGE, inclusive_of_start=False
-        )
+        notes = self.backend.select_page(start, PAGE)
         if not notes:
             return 0, start
-        mapper = self.app.mapper
         decoded: dict[int, Event] = {}
         for view in self.views:
             after, topics = positions[view.name], view.topics()
             page: list[tuple[int, Event]] = []
-            for note in notes:
-                if note.id > after and note.topic in topics:
-                    if note.id not in decoded:
-                        decoded[note.id] = mapper.to_domain_event(note)
-                    page.append((note.id, decoded[note.id]))
+            for position, originator, version, topic, state in notes:
+                if position > after and topic in topics:
+                    if position not in decoded:
+                        decoded[position] = lazy_event(
+                            topic, originator, version, state, self.transcodings
+                        )
+                    page.append((position, decoded[position]))
             view.process(self.backend, cursor, page)
-        last = notes[-1].id
+        last = notes[-1][0]
         names = [v.name for v in self.views]
         cursor.execute(
             self.backend.sql(

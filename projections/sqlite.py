@@ -47,6 +47,17 @@ class SQLiteBackend(Backend):
                 )
         return found
 
+    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(
+                f"SELECT rowid, originator_id, originator_version, topic, state "
+                f"FROM {self.events_table} WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                [after, limit],
+            )
+            return [
+                (row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in cursor.fetchall()
+            ]
+
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
         found: list[tuple[int, StoredEvent]] = []
         with self.transaction(commit=False) as cursor:
@@ -71,3 +82,9 @@ class SQLiteBackend(Backend):
             cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             present = {row["name"] for row in cursor.fetchall()}
         return [t for t in (self.events_table, *TABLES) if t not in present]
+
+
+def _dashed(hex_id: str) -> str:
+    """The text form of a UUID stored as 32 hex digits, without building a UUID."""
+    h = hex_id
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -1,0 +1,63 @@
+"""Decoding events for projections without paying for fields nobody reads.
+
+A rebuild reads millions of events and each view looks at a few fields of each. Parsing the
+stored JSON with orjson and reviving a typed value (a datetime, a UUID) only when a view asks
+for it reads the same events into objects of the same classes — singledispatch and isinstance
+work unchanged — several times faster than the library's per-object decoding hook.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import orjson
+from eventsourcing.persistence import Transcoding
+from eventsourcing.utils import resolve_topic
+
+
+class LazyFields:
+    """Mixed into an event class: fields are revived from the stored state on first access."""
+
+    _transcodings: ClassVar[dict[str, Transcoding]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        raw = self.__dict__.get("_raw")
+        if raw is None or name not in raw:
+            raise AttributeError(name)
+        value = revive(raw[name], self._transcodings)
+        self.__dict__[name] = value
+        return value
+
+
+_CLASSES: dict[str, type[Any]] = {}
+
+
+def lazy_class(topic: str, transcodings: dict[str, Transcoding]) -> type[Any]:
+    found = _CLASSES.get(topic)
+    if found is None:
+        cls = resolve_topic(topic)
+        found = type(f"Lazy{cls.__name__}", (LazyFields, cls), {"_transcodings": transcodings})
+        found.__qualname__ = cls.__qualname__
+        _CLASSES[topic] = found
+    return found
+
+
+def lazy_event(
+    topic: str, originator_id: str, version: int, state: bytes,
+    transcodings: dict[str, Transcoding],
+) -> Any:
+    event = object.__new__(lazy_class(topic, transcodings))
+    event.__dict__.update(
+        _raw=orjson.loads(state), originator_id=originator_id, originator_version=version
+    )
+    return event
+
+
+def revive(value: Any, transcodings: dict[str, Transcoding]) -> Any:
+    if type(value) is dict:
+        if len(value) == 2 and "_type_" in value and "_data_" in value:
+            return transcodings[value["_type_"]].decode(revive(value["_data_"], transcodings))
+        return {k: revive(v, transcodings) for k, v in value.items()}
+    if type(value) is list:
+        return [revive(v, transcodings) for v in value]
+    return value
