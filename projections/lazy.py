@@ -29,6 +29,9 @@ class LazyFields:
         return value
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 _CLASSES: dict[str, type[Any]] = {}
 
 
@@ -47,9 +50,11 @@ def lazy_event(
     transcodings: dict[str, Transcoding],
 ) -> Any:
     event = object.__new__(lazy_class(topic, transcodings))
-    event.__dict__.update(
-        _raw=orjson.loads(state), originator_id=originator_id, originator_version=version
-    )
+    raw = orjson.loads(state)
+    fields = event.__dict__
+    # Plain values need no reviving: only typed and nested ones wait for first access.
+    fields.update({k: v for k, v in raw.items() if type(v) in _PLAIN})
+    fields.update(_raw=raw, originator_id=originator_id, originator_version=version)
     return event
 
 
