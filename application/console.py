@@ -49,9 +49,11 @@ def show_run(console: Console, rl: Runledger, run: RunRow) -> None:
         console.print(f"  {line.at:%H:%M:%S} [{style}]{line.kind:<18}[/] {describe(line.detail)}")
     for entry in rl.queries.unresolved_entries(run.run_id):
         plural = "s" if entry.attempts != 1 else ""
+        why = entry.last_error or "not yet tried"
+        if entry.terminal or entry.status == "drifted":
+            why = f"not retried: {why}"
         console.print(
-            f"  [red]left:[/] {entry.name} {entry.status}, {entry.attempts} attempt{plural} — "
-            f"{entry.last_error or 'not yet tried'}"
+            f"  [red]left:[/] {entry.name} {entry.status}, {entry.attempts} attempt{plural} — {why}"
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import sys
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from application.deadline import Raised, TimedOut, call_with_deadline
 from application.modules import Registry
 
 MODULE_API = "1.0"
+# Names core itself ledgers under: a module with one of them could close core's entries.
+RESERVED_NAMES = frozenset({"core", "unknown"})
 BUILTIN_DIR = Path(__file__).parent / "builtin_modules"
 
 
@@ -130,6 +133,8 @@ class Loader:
                 closer()
 
     def _start(self, folder: Path, manifest: Manifest, status: ModuleStatus) -> None:
+        if manifest.name in RESERVED_NAMES:
+            raise ModuleFailed(f"the name {manifest.name!r} is reserved for core")
         if any(m == manifest.name for m in self.registered_modules()):
             raise ModuleFailed(f"a module named {manifest.name!r} is already loaded")
         check_api(manifest.api)
@@ -198,12 +203,18 @@ def import_entry(folder: Path, manifest: Manifest) -> Callable[..., Any]:
             if spec is None or spec.loader is None:
                 raise ModuleFailed(f"entry {manifest.entry!r} cannot be imported")
             code = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(code)
+            # Registered before it runs, as an import would be: dataclasses look it up.
+            sys.modules[spec.name] = code
+            try:
+                spec.loader.exec_module(code)
+            except BaseException:
+                sys.modules.pop(spec.name, None)
+                raise
         else:
             code = importlib.import_module(target)
     except ModuleFailed:
         raise
-    except Exception as error:  # any failure while importing a module's code is its own
+    except (Exception, SystemExit) as error:  # a failure importing a module's code is its own
         raise ModuleFailed(f"import failed: {type(error).__name__}: {error}") from None
     register = getattr(code, function, None)
     if not callable(register):

@@ -50,6 +50,7 @@ class RedisWorld:
         duration_ms = int(float(params.get("duration_s", 60)) * 1000)
         if self.client.set(name, key, px=duration_ms, nx=True):
             self.client.sadd(self._made(key), name)
+            self.client.pexpire(self._made(key), duration_ms)
             ttl_ms = duration_ms
         else:
             ttl_ms = max(int(self.client.pttl(name)), 0)
@@ -151,6 +152,9 @@ class Watcher:
                 self._listen()
             except redis.RedisError:
                 self._reconnect()
+            except Exception:  # one failed report must not end the watcher for good
+                self.ctx.log.exception("redis watcher pass failed")
+                self.stop.wait(0.5)
 
     def _listen(self) -> None:
         checked = 0.0

@@ -17,7 +17,7 @@ from application.deadline import call_with_deadline
 from application.errors import BadRequest
 from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger
-from application.modules import Registry
+from application.modules import Action, Registry
 from application.settings import Settings
 from application.store import LedgerApp, Streams
 from domain.progress import PhaseStatus, describe, ready_at
@@ -163,7 +163,7 @@ class Runs:
         except IntegrityError:
             return  # another runner took it
         report.dispatched += 1
-        module = action.module if action else "unknown"
+        module = self._owner(step, action)
         # Record before confirm: the placeholder stands before the world is touched.
         placeholder = self.ledger.record_placeholder(
             run.id, step.step_id, module, step.action, step.idempotency_key
@@ -186,6 +186,13 @@ class Runs:
             step.fail(worker, answer, self.clock())
             self.app.save(step)
             report.failed += 1
+
+    def _owner(self, step: Step, action: Action | None) -> str:
+        """The module an entry belongs to: for a lease, the module that registers the lease."""
+        if step.action == CORE_LEASE:
+            lease = self.registry.leases.get(str(step.params.get("lease")))
+            return lease.module if lease else "core"
+        return action.module if action else "unknown"
 
     def _next_phase(self, run: Run, spec: RunSpec, by: str | None) -> str:
         if run.phase + 1 >= len(spec.phases):
