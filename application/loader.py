@@ -107,7 +107,12 @@ class Loader:
         self.contexts: list[ModuleContext] = []
 
     def load(self, dirs: Iterable[Path]) -> list[ModuleStatus]:
-        return [self.load_folder(folder) for folder in folders(dirs)]
+        dirs = list(dirs)
+        missing = [
+            ModuleStatus(str(d), None, None, "startup_failed", "the modules folder does not exist")
+            for d in dirs if not d.is_dir()
+        ]
+        return missing + [self.load_folder(folder) for folder in folders(dirs)]
 
     def load_folder(self, folder: Path) -> ModuleStatus:
         try:
@@ -138,12 +143,35 @@ class Loader:
         if any(m == manifest.name for m in self.registered_modules()):
             raise ModuleFailed(f"a module named {manifest.name!r} is already loaded")
         check_api(manifest.api)
-        register = import_entry(folder, manifest)
+        imported = call_with_deadline(
+            import_entry, {"folder": folder, "manifest": manifest}, self.register_budget_s
+        )
+        if isinstance(imported, TimedOut):
+            raise ModuleFailed(f"importing it did not finish within {imported.seconds:g}s")
+        if isinstance(imported, Raised):
+            raise ModuleFailed(str(imported.error))
         scratch = Registry()
+        # Each module gets its own copy of the settings, without the ledger's credentials.
+        settings = {k: v for k, v in self.settings.items() if k != "RUNLEDGER_DATABASE_URL"}
         context = ModuleContext(
             manifest.name, manifest.site, folder, self.events(manifest.name),
-            logging.getLogger(f"runledger.module.{manifest.name}"), scratch, self.settings,
+            logging.getLogger(f"runledger.module.{manifest.name}"), scratch, settings,
         )
+        try:
+            self._register(imported.value, context, scratch)
+        except ModuleFailed:
+            for closer in context.closers:  # whatever it started before failing is stopped
+                closer()
+            raise
+        self.registry.actions.update(scratch.actions)
+        self.registry.leases.update(scratch.leases)
+        context.registry = self.registry
+        self.contexts.append(context)
+        status.status = "loaded"
+        status.actions = sorted(scratch.actions)
+        status.leases = sorted(scratch.leases)
+
+    def _register(self, register: Any, context: ModuleContext, scratch: Registry) -> None:
         outcome = call_with_deadline(register, {"ctx": context}, self.register_budget_s)
         if isinstance(outcome, Raised):
             error = outcome.error
@@ -155,13 +183,6 @@ class Loader:
         )
         if clash:
             raise ModuleFailed(f"already registered by another module: {', '.join(sorted(clash))}")
-        self.registry.actions.update(scratch.actions)
-        self.registry.leases.update(scratch.leases)
-        context.registry = self.registry
-        self.contexts.append(context)
-        status.status = "loaded"
-        status.actions = sorted(scratch.actions)
-        status.leases = sorted(scratch.leases)
 
     def registered_modules(self) -> set[str]:
         return {c.name for c in self.contexts}

@@ -473,3 +473,65 @@ def test_a_module_named_core_cannot_expire_another_modules_lease(
         assert statuses(rl)["alpha.door#gate"] == "live"
     finally:
         rl.close()
+
+
+def test_a_module_whose_import_hangs_is_abandoned_and_the_next_module_loads(
+    modules_dir: Path,
+) -> None:
+    write_module(modules_dir, "a-stuck", name="stuck", code="import time\ntime.sleep(2)\n")
+    write_module(modules_dir, "b-quick", name="quick", site="shard-2")
+    registry = Registry()
+    loader = Loader(registry, lambda name: ModuleEvents(name, unused, unused), {},
+                    register_budget_s=0.3)
+    began = time.monotonic()
+    found = by_name(loader.load([modules_dir]))
+    assert time.monotonic() - began < 1.5
+    assert found["stuck"].reason == "importing it did not finish within 0.3s"
+    assert found["quick"].status == "loaded"
+
+
+def test_a_modules_folder_that_does_not_exist_is_reported(load: Load, tmp_path: Path) -> None:
+    rl = load(tmp_path / "nowhere")
+    assert [(m.status, m.reason) for m in rl.modules] == [
+        ("startup_failed", "the modules folder does not exist")
+    ]
+
+
+def test_a_module_sees_its_settings_but_never_the_ledgers_credentials(
+    modules_dir: Path,
+) -> None:
+    write_module(modules_dir, "peek", code="""
+        seen = {}
+
+        def register(ctx):
+            seen.update(ctx.settings)
+            ctx.settings["RUNLEDGER_SHARED"] = "scribbled"
+    """)
+    write_module(modules_dir, "second", site="shard-2", code="""
+        seen = {}
+
+        def register(ctx):
+            seen.update(ctx.settings)
+    """)
+    settings = {"RUNLEDGER_DATABASE_URL": "postgresql://u:secret@db/x", "RUNLEDGER_SHARED": "a"}
+    loader = Loader(Registry(), lambda name: ModuleEvents(name, unused, unused), settings)
+    loader.load([modules_dir])
+    first, second = (sys.modules[f"runledger_module_{n}"] for n in ("peek", "second"))
+    assert "RUNLEDGER_DATABASE_URL" not in first.seen
+    assert first.seen["RUNLEDGER_SHARED"] == "a"
+    assert second.seen["RUNLEDGER_SHARED"] == "a"
+    assert settings["RUNLEDGER_SHARED"] == "a"
+
+
+def test_a_module_that_fails_to_register_has_what_it_started_stopped(modules_dir: Path) -> None:
+    write_module(modules_dir, "leaky", code="""
+        stopped = []
+
+        def register(ctx):
+            ctx.on_close(lambda: stopped.append(True))
+            raise RuntimeError("half way")
+    """)
+    loader = Loader(Registry(), lambda name: ModuleEvents(name, unused, unused), {})
+    [status] = loader.load([modules_dir])
+    assert status.reason == "register() raised RuntimeError: half way"
+    assert sys.modules["runledger_module_leaky"].stopped == [True]
