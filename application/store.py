@@ -7,13 +7,14 @@ from uuid import UUID
 import psycopg
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import PersistenceError
+from eventsourcing.persistence import PersistenceError, Transcoder
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.sql import SQL, Identifier
 
 from application.errors import NotInitialised, StoreUnavailable
 from application.settings import StoreConfig
+from application.transcoding import FastJSONTranscoder
 from projections.backend import Backend
 from projections.postgres import PostgresBackend
 from projections.sqlite import SQLiteBackend
@@ -27,6 +28,11 @@ class LedgerApp(Application[UUID]):
     """The event store of every ledger entry, run and run-log line."""
 
     name = "Ledger"
+
+    def construct_transcoder(self) -> Transcoder:
+        transcoder = FastJSONTranscoder()
+        self.register_transcodings(transcoder)
+        return transcoder
 
 
 def open_app(config: StoreConfig, *, create: bool) -> tuple[LedgerApp, Backend]:

@@ -59,10 +59,14 @@ def lazy_event(
 
 
 def revive(value: Any, transcodings: dict[str, Transcoding]) -> Any:
+    """Turn the typed values of parsed JSON back into objects, in place where it can."""
     if type(value) is dict:
         if len(value) == 2 and "_type_" in value and "_data_" in value:
             return transcodings[value["_type_"]].decode(revive(value["_data_"], transcodings))
-        return {k: revive(v, transcodings) for k, v in value.items()}
+        for key, item in value.items():
+            if type(item) is dict or type(item) is list:
+                value[key] = revive(item, transcodings)
+        return value
     if type(value) is list:
-        return [revive(v, transcodings) for v in value]
+        return [revive(v, transcodings) if type(v) in (dict, list) else v for v in value]
     return value
