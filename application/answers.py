@@ -3,10 +3,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    Strict,
+    ValidationError,
+)
 
 from application.deadline import Outcome, Raised, TimedOut
 from domain.resource import MAX_KIND, MAX_REF
@@ -39,7 +47,7 @@ class RevertDone(_Answer):
 
 class RevertDrifted(_Answer):
     drifted: IsTrue
-    current: Any = None
+    current: JsonValue = None
 
 
 class RevertRefused(_Answer):
@@ -57,7 +65,7 @@ class NamedResource(BaseModel):
     ref: str = Field(min_length=1, max_length=MAX_REF)
     payload: dict[str, Any] | None = None
     member_key: str | None = None
-    until: datetime | None = None
+    until: AwareDatetime | None = None
 
 
 class PerformDone(_Answer):
@@ -87,8 +95,8 @@ class Verdict:
 def _show(value: Any) -> str:
     try:
         text = json.dumps(value, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except Exception:  # an answer is module code too: even showing it may fail
+        text = f"an unprintable {type(value).__name__}"
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -107,8 +115,7 @@ def classify_revert(outcome: Outcome, what: str) -> Verdict:
         error = outcome.error
         return Verdict("retry", f"{what} raised {type(error).__name__}: {error}")
     raw = outcome.value
-    if (done := _parse(RevertDone, raw)) is not None:
-        return Verdict("done", failed=frozenset(done.failed))
+    # A drift is read first: an answer that also says ok must not hide it.
     if (drift := _parse(RevertDrifted, raw)) is not None:
         return Verdict(
             "drifted",
@@ -116,6 +123,8 @@ def classify_revert(outcome: Outcome, what: str) -> Verdict:
             "so it was left alone",
             current=drift.current,
         )
+    if (done := _parse(RevertDone, raw)) is not None:
+        return Verdict("done", failed=frozenset(done.failed))
     if (refused := _parse(RevertRefused, raw)) is not None:
         return Verdict("terminal", refused.error)
     if isinstance(raw, dict) and isinstance(raw.get("error"), str) and raw.get("ok") is False:

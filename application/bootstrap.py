@@ -96,9 +96,11 @@ def bootstrap(
     queries = Queries(backend)
     streams = Streams(app, backend)
     ledger = Ledger(app, streams, projector, queries, clock)
-    cleanup = Cleanup(app, streams, projector, queries, registry, settings, clock, ledger)
-    reconciler = Reconciler(app, streams, projector, queries, registry, settings, clock)
     core_lease = CoreLease(app, registry, settings, clock)
+    cleanup = Cleanup(
+        app, streams, projector, queries, registry, settings, clock, ledger, core_lease
+    )
+    reconciler = Reconciler(app, streams, projector, queries, registry, settings, clock)
     runs = Runs(
         app, streams, projector, queries, registry, settings, clock, ledger, core_lease
     )

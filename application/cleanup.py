@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import logging
+import random
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -13,18 +15,20 @@ from eventsourcing.persistence import IntegrityError
 from application.answers import Verdict, classify_revert
 from application.deadline import call_with_deadline
 from application.errors import BadRequest
+from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger, save_with_retry
 from application.modules import Registry
 from application.settings import Settings
 from application.store import LedgerApp, Streams
 from domain.errors import DomainError
-from domain.resource import FailureMode, Resource
+from domain.resource import PLACEHOLDER_KIND, FailureMode, Resource
 from domain.run import TERMINAL
 from domain.runlog import LogEntry
 from projections.projector import Projector
 from projections.queries import EntryRow, Queries
 
 log = logging.getLogger("runledger.cleanup")
+TROUBLE_SWEEPS = 5
 
 
 @dataclass
@@ -77,6 +81,7 @@ class Cleanup:
     def __init__(
         self, app: LedgerApp, streams: Streams, projector: Projector, queries: Queries,
         registry: Registry, settings: Settings, clock: Callable[[], datetime], ledger: Ledger,
+        core_lease: CoreLease,
     ) -> None:
         self.app = app
         self.streams = streams
@@ -86,20 +91,31 @@ class Cleanup:
         self.settings = settings
         self.clock = clock
         self.ledger = ledger
+        self.core_lease = core_lease
+        self._troubled: dict[UUID, int] = {}
 
-    def sweep(self, worker: str) -> dict[UUID, Summary]:
+    def sweep(self, worker: str, stop: threading.Event | None = None) -> dict[UUID, Summary]:
         """One bounded pass over the runs that owe the world something."""
         self.projector.catch_up()
         now = self.clock()
-        candidates = self.queries.candidate_runs(
-            now, self.settings.max_revert_attempts, self.settings.cleanup_run_batch
+        batch = self.settings.cleanup_run_batch
+        found = self.queries.candidate_runs(
+            now, self.settings.max_revert_attempts, batch + len(self._troubled)
         )
+        # A run whose pass just raised waits its turn behind the others, or it would hold a
+        # slot of every sweep for ever; several workers start at different runs.
+        candidates = [r for r in found if r not in self._troubled][:batch]
+        random.shuffle(candidates)
+        self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
         summaries: dict[UUID, Summary] = {}
         for run_id in candidates:
+            if stop is not None and stop.is_set():
+                break
             try:
                 summaries[run_id] = self.clean_run(run_id, worker=worker, by=worker)
             except Exception:  # one run's bad night must not stall the others
                 log.exception("cleanup of run %s failed; the sweep goes on", run_id)
+                self._troubled[run_id] = TROUBLE_SWEEPS
         self.projector.catch_up()
         return summaries
 
@@ -217,6 +233,10 @@ class Cleanup:
             return classify_revert(outcome, head.ref)
         if not head.action:
             return Verdict("terminal", "nothing records which action created this")
+        if head.action == CORE_LEASE and head.kind == PLACEHOLDER_KIND:
+            return self.core_lease.give_back_unanswered(
+                head.run_id, head.step, head.idempotency_key, seconds
+            )
         action = self.registry.action(head.action)
         if action is None:
             return Verdict(

@@ -9,7 +9,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from application.answers import ApplyDone, _parse
+from application.answers import ApplyDone, Verdict, _parse, classify_revert
 from application.deadline import call_with_deadline
 from application.modules import Action, Registry
 from application.settings import Settings
@@ -17,6 +17,7 @@ from application.store import LedgerApp
 from domain.reservation import Reservation
 from domain.resource import Resource
 from domain.run import Run
+from domain.spec import RunSpec
 
 CORE_LEASE = "core.lease"
 
@@ -96,6 +97,28 @@ class CoreLease:
                 "payload": {"baseline": baseline, "applied": applied}, "until": until,
             }],
         }
+
+    def give_back_unanswered(self, run_id: UUID, step: str, key: str, seconds: float) -> Verdict:
+        """A core.lease step whose answer never reached the ledger: core's own reservation says
+        whether anything was applied under this key, and what to put back."""
+        run = self._get(run_id)
+        if not isinstance(run, Run) or run.spec is None:
+            return Verdict("terminal", "core.lease ran outside a spec; its target is unknown")
+        params = RunSpec.model_validate(run.spec).step(step)[1].params
+        lease_id, target = str(params.get("lease")), str(params.get("target"))
+        found = self._get(Reservation.create_id(lease_id, target))
+        if not isinstance(found, Reservation) or found.key != key or found.values is None:
+            return Verdict("done")  # nothing was applied under this key
+        lease = self.registry.leases.get(lease_id)
+        if lease is None:
+            return Verdict("terminal", f'no module registers the lease "{lease_id}"')
+        baseline, applied = found.values
+        outcome = call_with_deadline(
+            lease.restore,
+            {"baseline": baseline, "expected": applied, "run_id": str(run_id), "target": target},
+            seconds,
+        )
+        return classify_revert(outcome, f"{lease_id}#{target}")
 
     def _reserve(
         self, wanted: LeaseParams, run_id: UUID, key: str, until: datetime, now: datetime

@@ -132,10 +132,10 @@ class Ledger:
             return ids
         existing = self.streams.load(Resource, ids)
         now = self.clock()
-        created = [
-            self._new_entry(placeholder, r, now) for r, i in zip(named, ids, strict=True)
-            if i not in existing
-        ]
+        created = list({  # one entry per natural key, however often the answer names it
+            i: self._new_entry(placeholder, r, now)
+            for r, i in reversed(list(zip(named, ids, strict=True))) if i not in existing
+        }.values())
         if placeholder.unresolved:
             placeholder.supersede(now)
             self.app.save(placeholder, *created, *also)

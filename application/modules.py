@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+MAX_BUDGET_MS = 3_600_000
 ModuleFn = Callable[..., Any]
 """A module's function: plain or ``async``; it is always called with keyword arguments."""
 
@@ -83,8 +84,10 @@ class ModuleRegistrar:
     ) -> None:
         if action_id in self.registry.actions:
             raise RegistrationError(f"action {action_id!r} is already registered")
-        if budget_ms is not None and budget_ms <= 0:
-            raise RegistrationError(f"action {action_id!r}: budget_ms must be positive")
+        if budget_ms is not None and not 0 < budget_ms <= MAX_BUDGET_MS:
+            raise RegistrationError(
+                f"action {action_id!r}: budget_ms must be between 1 and {MAX_BUDGET_MS}"
+            )
         self.registry.actions[action_id] = Action(
             action_id, self.module, perform, revert, reconcile, budget_ms
         )

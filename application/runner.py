@@ -30,7 +30,7 @@ class Runner:
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         advance = self.runs.advance_leg(self.worker, stop)
-        swept = {} if stop is not None and stop.is_set() else self.cleanup.sweep(self.worker)
+        swept = {} if stop is not None and stop.is_set() else self.cleanup.sweep(self.worker, stop)
         return TickReport(advance, swept)
 
     def run(self, interval_s: float, stop: threading.Event) -> int:
