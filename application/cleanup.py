@@ -165,22 +165,28 @@ class Cleanup:
             return summary
         lines = [self._apply(run_id, g, v, worker, summary) for g, v in results]
         summary.remaining -= summary.reverted
-        swept = LogEntry(
+        try:
+            self.app.save(
+                *[e for g, _ in results for e in g.claimed.values()], *lines,
+                self._swept(run_id, summary),
+            )
+        except IntegrityError:
+            # The failed save took every pending event it was given, the swept line's too.
+            summary = self._save_groups_apart(run_id, results, worker, by, running.unresolved)
+        return summary
+
+    def _swept(self, run_id: UUID, summary: Summary) -> LogEntry:
+        return LogEntry(
             key=f"swept|{run_id}|{uuid4()}", run_id=run_id, kind="cleanup.swept",
             detail=asdict(summary), at=self.clock(),
         )
-        try:
-            self.app.save(*[e for g, _ in results for e in g.claimed.values()], *lines, swept)
-        except IntegrityError:
-            self._save_groups_apart(run_id, results, worker, swept)
-        return summary
 
     def _claim(self, groups: list[Group], worker: str, now: datetime) -> None:
         ids = [row.entry_id for g in groups for row in g.rows]
         loaded = self.streams.load(Resource, ids)
         max_attempts = self.settings.max_revert_attempts
+        expires = self._pass_expiry(groups, now)
         for group in groups:
-            expires = now + self._budget(group) + timedelta(seconds=self.settings.claim_slack_s)
             for row in group.rows:
                 entry = loaded.get(row.entry_id)
                 if entry is not None and entry.retryable(now, max_attempts):
@@ -191,10 +197,17 @@ class Cleanup:
         except IntegrityError:
             # Another worker took some of them: claim one at a time and keep what we win.
             for group in groups:
-                group.claimed = self._claim_each(group, worker, now)
+                group.claimed = self._claim_each(group, worker, now, expires)
 
-    def _claim_each(self, group: Group, worker: str, now: datetime) -> dict[UUID, Resource]:
-        expires = now + self._budget(group) + timedelta(seconds=self.settings.claim_slack_s)
+    def _pass_expiry(self, groups: list[Group], now: datetime) -> datetime:
+        """The calls are made one after another and every verdict is saved at the end of the
+        pass, so each claim must last the whole pass: every call's budget, plus the slack."""
+        budgets = sum((self._budget(g) for g in groups), timedelta())
+        return now + budgets + timedelta(seconds=self.settings.claim_slack_s)
+
+    def _claim_each(
+        self, group: Group, worker: str, now: datetime, expires: datetime
+    ) -> dict[UUID, Resource]:
         won: dict[UUID, Resource] = {}
         for row in group.rows:
             fresh = self.streams.load(Resource, [row.entry_id]).get(row.entry_id)
@@ -310,10 +323,12 @@ class Cleanup:
             summary.failed += 1
 
     def _save_groups_apart(
-        self, run_id: UUID, results: list[tuple[Group, Verdict]], worker: str, swept: LogEntry
-    ) -> None:
+        self, run_id: UUID, results: list[tuple[Group, Verdict]], worker: str, by: str,
+        unresolved: int,
+    ) -> Summary:
         """Something else changed an entry mid-call (an expiry, a reconcile): save each group on
-        fresh state, judging only what this worker still holds."""
+        fresh state, judging only what this worker still holds; answers what was recorded."""
+        summary = Summary(by=by, remaining=unresolved)
         for group, verdict in results:
             fresh = self.streams.load(Resource, list(group.claimed))
             mine = {
@@ -323,9 +338,17 @@ class Cleanup:
             if not mine:
                 continue
             regrouped = Group(group.rows, mine)
-            line = self._apply(run_id, regrouped, verdict, worker, Summary())
+            counted = Summary()
+            line = self._apply(run_id, regrouped, verdict, worker, counted)
             try:
                 self.app.save(*mine.values(), line)
             except IntegrityError:
                 log.warning("run %s: a verdict lost a race and will be retried", run_id)
-        self.app.save(swept)
+                continue
+            summary.attempted += counted.attempted
+            summary.reverted += counted.reverted
+            summary.drifted += counted.drifted
+            summary.failed += counted.failed
+        summary.remaining -= summary.reverted
+        self.app.save(self._swept(run_id, summary))
+        return summary

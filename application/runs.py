@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from application.ledger import Ledger
 from application.modules import Action, Registry
 from application.settings import Settings
 from application.store import LedgerApp, Streams
+from domain.errors import RunNotRunning
 from domain.progress import PhaseStatus, describe, ready_at
 from domain.run import Run
 from domain.spec import RunSpec
@@ -107,11 +109,15 @@ class Runs:
         """Dispatch due steps and move phases on, for every running run."""
         self.projector.catch_up()
         report = AdvanceReport()
-        for run_id in self.queries.running_runs(self.settings.advance_run_batch):
+        running = self.queries.running_runs(self.settings.advance_run_batch)
+        random.shuffle(running)  # several runners start at different runs
+        for run_id in running:
             if stop is not None and stop.is_set():
                 break
             try:
                 self._advance_run(run_id, worker, report, stop)
+            except (IntegrityError, RunNotRunning) as error:
+                log.debug("run %s moved under another runner: %s", run_id, error)
             except Exception:  # one run's failure must not stall the others
                 log.exception("advancing run %s failed; the leg goes on", run_id)
         return report

@@ -159,13 +159,16 @@ class Queries:
 
     def candidate_runs(self, now: datetime, max_attempts: int, limit: int) -> list[UUID]:
         """Runs with something the sweep may work now: terminal runs with retryable entries,
-        and running runs holding a lease past its ``until``. Served by the open-entries index."""
+        and running runs holding a lease past its ``until``, the longest waiting first. Served by
+        the open-entries index."""
         stamp = now.timestamp()
         rows = self._rows(
-            f"""SELECT DISTINCT r.run_id FROM {{rl_resources}} r
+            f"""SELECT r.run_id FROM {{rl_resources}} r
             JOIN {{rl_runs}} u ON u.run_id = r.run_id
             WHERE {_RETRYABLE}
               AND (u.status <> 'running' OR (r.kind = 'override' AND r.until <= %s))
+            GROUP BY r.run_id, u.ended_at
+            ORDER BY COALESCE(u.ended_at, 0), r.run_id
             LIMIT %s""",
             [max_attempts, stamp, stamp, limit],
         )

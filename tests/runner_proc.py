@@ -1,0 +1,221 @@
+"""A runner in a process of its own, for the crash walks and the runner benchmark.
+
+Run as ``python tests/runner_proc.py --url URL --worker NAME --calls FILE [knobs]``. It
+bootstraps a runledger on an initialised store (it never creates tables), registers one test
+module, and runs the runner's loop until SIGTERM or SIGINT. Every perform and revert call is
+appended as one JSON line to ``--calls`` (opened with ``O_APPEND`` for each line), so the parent
+counts every call across processes and across kills. A line is written at the moment the call
+changes the world, so the file's order is the world's: a perform once it has made its refs
+(after its delay; a hanging perform says so before it hangs), a revert as it gives back (before
+its sleep, which stands for the answer travelling back to core).
+
+The module's world is deterministic by idempotency key: ``perform`` answers the same refs for
+the same key (``<key>/r<i>``), which is what makes a reclaimed dispatch safe. A step's params
+may say how many refs it makes (``count``) and how long its perform takes (``delay_ms``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import logging
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from application.bootstrap import bootstrap
+from application.modules import Registry
+from application.runner import Runner, TickReport
+from application.settings import Settings
+
+MODULE = "crashworld"
+ACTION = "crashworld.spawn"
+KIND = "creature"
+
+
+def refs_for(key: str, count: int) -> list[str]:
+    """What a perform under ``key`` makes: the same names on every attempt."""
+    return [f"{key}/r{i}" for i in range(count)]
+
+
+def append_line(path: Path, line: dict[str, Any]) -> None:
+    """One ``write`` on an ``O_APPEND`` descriptor: lines from many processes never interleave."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def read_calls(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@dataclass
+class Knobs:
+    """How the test module behaves; probabilities are per call."""
+
+    hang_perform: bool = False
+    perform_ms: int = 0  # each perform takes up to this long, at random
+    revert_ms: int = 0
+    resources: int = 2
+    perform_fail: float = 0.0
+    revert_fail: float = 0.0
+    revert_terminal: float = 0.0
+    revert_partial: float = 0.0
+    seed: int = 0
+
+
+@dataclass
+class ScriptedWorld:
+    """The module a crash walk drives: it says what it was asked, and answers by its knobs."""
+
+    calls: Path
+    worker: str
+    knobs: Knobs
+    rng: random.Random = field(init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(f"{self.knobs.seed}:{self.worker}")
+
+    def register(self, registry: Registry, budget_ms: int | None) -> None:
+        registry.module(MODULE).action(
+            ACTION, perform=self.perform, revert=self.revert, budget_ms=budget_ms
+        )
+
+    def perform(self, params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
+        refs = refs_for(idempotency_key, int(params.get("count", self.knobs.resources)))
+        with self.lock:
+            fails = self.rng.random() < self.knobs.perform_fail
+            delay = self.rng.uniform(0, self.knobs.perform_ms / 1000)
+        delay += float(params.get("delay_ms", 0)) / 1000
+        if self.knobs.hang_perform:
+            self._say("perform", idempotency_key, [], "hang")
+            threading.Event().wait()  # for ever: only a kill or the deadline ends this call
+        time.sleep(delay)
+        self._say("perform", idempotency_key, [] if fails else refs, "fail" if fails else "ok")
+        if fails:
+            return {"ok": False, "error": "the shard refused the spawn"}
+        return {"ok": True, "resources": [{"kind": KIND, "ref": ref} for ref in refs]}
+
+    def revert(self, resources: list[dict[str, Any]], idempotency_key: str, run_id: str) -> Any:
+        refs = [str(r["ref"]) for r in resources]
+        with self.lock:
+            roll = self.rng.random()
+        knobs = self.knobs
+        failed: list[str] = []
+        if roll < knobs.revert_terminal:
+            outcome, answer = "terminal", {"ok": False, "retry": False, "error": "banned here"}
+        elif roll < knobs.revert_terminal + knobs.revert_fail:
+            outcome, answer = "retry", {"ok": False, "error": "the shard timed out"}
+        elif refs and roll < knobs.revert_terminal + knobs.revert_fail + knobs.revert_partial:
+            failed = refs[:1]
+            outcome, answer = "partial", {"ok": True, "failed": failed}
+        else:
+            outcome, answer = "ok", {"ok": True}
+        self._say("revert", idempotency_key, refs, outcome, failed=failed)
+        time.sleep(knobs.revert_ms / 1000)
+        return answer
+
+    def _say(self, call: str, key: str, refs: list[str], outcome: str, **more: Any) -> None:
+        append_line(self.calls, {
+            "call": call, "key": key, "refs": refs, "outcome": outcome, "worker": self.worker,
+            "pid": os.getpid(), "t": time.time(), **more,
+        })
+
+
+class BeatingRunner(Runner):
+    """The runner, saying after every tick how many it has finished, so a parent can tell
+    when a tick that was in flight (say, while the process was stopped) is over."""
+
+    def __init__(self, *args: Any, heartbeat: Path) -> None:
+        super().__init__(*args)
+        self.heartbeat = heartbeat
+        self.beats = 0
+
+    def tick(self, stop: threading.Event | None = None) -> TickReport:
+        report = super().tick(stop)
+        self.beats += 1
+        partial = self.heartbeat.with_suffix(".tmp")
+        partial.write_text(str(self.beats))
+        partial.replace(self.heartbeat)
+        return report
+
+
+def read_beats(heartbeat: Path) -> int:
+    return int(heartbeat.read_text()) if heartbeat.exists() else 0
+
+
+def _await_go(ready: Path, go: Path, stop: threading.Event) -> None:
+    ready.touch()
+    while not go.exists() and not stop.is_set():
+        time.sleep(0.005)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tests/runner_proc.py")
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--worker", required=True)
+    parser.add_argument("--calls", required=True, type=Path)
+    parser.add_argument("--hang-perform", action="store_true")
+    parser.add_argument("--perform-ms", type=int, default=0)
+    parser.add_argument("--revert-ms", type=int, default=0)
+    parser.add_argument("--resources", type=int, default=2, help="refs per perform by default")
+    parser.add_argument("--perform-fail", type=float, default=0.0)
+    parser.add_argument("--revert-fail", type=float, default=0.0)
+    parser.add_argument("--revert-terminal", type=float, default=0.0)
+    parser.add_argument("--revert-partial", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget-ms", type=int, default=None, help="the action's budget")
+    parser.add_argument("--claim-slack-s", type=float, default=30.0)
+    parser.add_argument("--interval", type=float, default=0.05)
+    parser.add_argument("--ready", type=Path, help="touched once bootstrapped")
+    parser.add_argument("--go", type=Path, help="start ticking once this file exists")
+    parser.add_argument("--heartbeat", type=Path, help="holds the number of ticks finished")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` shows where a runner is stuck
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    knobs = Knobs(
+        hang_perform=args.hang_perform, perform_ms=args.perform_ms, revert_ms=args.revert_ms,
+        resources=args.resources, perform_fail=args.perform_fail, revert_fail=args.revert_fail,
+        revert_terminal=args.revert_terminal, revert_partial=args.revert_partial,
+        seed=args.seed,
+    )
+    registry = Registry()
+    ScriptedWorld(args.calls, args.worker, knobs).register(registry, args.budget_ms)
+    settings = Settings(database_url=args.url, claim_slack_s=args.claim_slack_s)
+    started = time.monotonic()
+    with bootstrap(settings, registry) as rl:
+        if args.ready is not None and args.go is not None:
+            _await_go(args.ready, args.go, stop)
+        runner = (
+            rl.runner(args.worker) if args.heartbeat is None
+            else BeatingRunner(rl.runs, rl.cleanup, rl.reconciler, args.worker,
+                               heartbeat=args.heartbeat)
+        )
+        ticks = runner.run(args.interval, stop)
+    seconds = round(time.monotonic() - started, 3)
+    print(json.dumps({"worker": args.worker, "ticks": ticks, "seconds": seconds}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
