@@ -132,21 +132,33 @@ def classify_revert(outcome: Outcome, what: str) -> Verdict:
     return Verdict("retry", f"{what} answered {_show(raw)}, which is not a revert answer")
 
 
-def parse_perform(outcome: Outcome, what: str) -> PerformDone | str:
+@dataclass(frozen=True)
+class PerformFailed:
+    """Why a perform did not succeed; ``final`` when the module said retrying cannot help."""
+
+    error: str
+    final: bool = False
+
+
+def parse_perform(outcome: Outcome, what: str) -> PerformDone | PerformFailed:
     """The resources a perform named, or a readable reason why it did not succeed."""
     if isinstance(outcome, TimedOut):
-        return f"{what} did not answer within {outcome.seconds:g}s"
+        return PerformFailed(f"{what} did not answer within {outcome.seconds:g}s")
     if isinstance(outcome, Raised):
-        return f"{what} raised {type(outcome.error).__name__}: {outcome.error}"
+        return PerformFailed(f"{what} raised {type(outcome.error).__name__}: {outcome.error}")
     raw = outcome.value
     if isinstance(raw, dict) and raw.get("ok") is True and "resources" in raw:
         try:
             return PerformDone.model_validate(raw, strict=False)
         except ValidationError as error:
-            return f"{what} named a malformed resource: {error.errors()[0]['msg']}"
+            return PerformFailed(
+                f"{what} named a malformed resource: {error.errors()[0]['msg']}"
+            )
+    if (refused := _parse(RevertRefused, raw)) is not None:
+        return PerformFailed(refused.error, final=True)
     if isinstance(raw, dict) and isinstance(raw.get("error"), str):
-        return str(raw["error"])
-    return f"{what} answered {_show(raw)}, which is not a perform answer"
+        return PerformFailed(str(raw["error"]))
+    return PerformFailed(f"{what} answered {_show(raw)}, which is not a perform answer")
 
 
 def parse_reconcile(outcome: Outcome) -> frozenset[str] | None:

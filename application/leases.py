@@ -15,7 +15,7 @@ from application.modules import Action, Registry
 from application.settings import Settings
 from application.store import LedgerApp
 from domain.reservation import Reservation
-from domain.resource import Resource
+from domain.resource import MAX_REF, Resource
 from domain.run import Run
 from domain.spec import RunSpec
 
@@ -61,6 +61,8 @@ class CoreLease:
             return f"params.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
         if wanted.lease not in self.registry.leases:
             return f'no module registers the lease "{wanted.lease}"'
+        if len(f"{wanted.lease}#{wanted.target}") > MAX_REF:
+            return f"the lease ref {wanted.lease}#{wanted.target} is over {MAX_REF} characters"
         if wanted.duration_s > self.settings.lease_max_s:
             return (
                 f"a lease may last at most {self.settings.lease_max_s}s "
@@ -76,8 +78,8 @@ class CoreLease:
         now = self.clock()
         until = now + timedelta(seconds=wanted.duration_s)
         held = self._reserve(wanted, UUID(run_id), idempotency_key, until, now)
-        if isinstance(held, str):
-            return refused(held)
+        if isinstance(held, dict):
+            return held
         if held.values is None:
             lease = self.registry.leases[wanted.lease]
             outcome = call_with_deadline(
@@ -122,22 +124,28 @@ class CoreLease:
 
     def _reserve(
         self, wanted: LeaseParams, run_id: UUID, key: str, until: datetime, now: datetime
-    ) -> Reservation | str:
+    ) -> Reservation | dict[str, Any]:
         for _ in range(3):
             reservation = self._load(wanted.lease, wanted.target)
             holder = reservation.run_id
-            if holder is not None and holder != run_id and self._held(reservation, now):
-                return (
-                    f"the target {wanted.target!r} is held by run {holder} "
-                    f"until {reservation.until:%Y-%m-%d %H:%M:%S} UTC"
-                )
+            # A run's own earlier lease holds the target too: a second apply would read that
+            # override as its baseline, and no order of restores could then put the true one back.
+            mine = holder == run_id and reservation.key == key
+            if holder is not None and not mine and self._held(reservation, now):
+                until = reservation.until or now
+                held = (f"the target {wanted.target!r} is held by run {holder} "
+                        f"until {until:%Y-%m-%d %H:%M:%S} UTC")
+                if until <= now:
+                    held += "; its lease has not been given back yet"
+                # Another run's hold ends: the step may try again, unlike a refusal.
+                return {"ok": False, "error": held}
             reservation.reserve(run_id, key, until, now)
             try:
                 self.app.save(reservation)
             except IntegrityError:
                 continue  # another runner moved first: look again
             return reservation
-        return f"the target {wanted.target!r} is contended; try again"
+        return {"ok": False, "error": f"the target {wanted.target!r} is contended; try again"}
 
     def _load(self, lease: str, target: str) -> Reservation:
         try:

@@ -13,7 +13,7 @@ from uuid import UUID, uuid4
 from eventsourcing.persistence import IntegrityError
 from pydantic import ValidationError
 
-from application.answers import PerformDone, parse_perform
+from application.answers import PerformDone, PerformFailed, parse_perform
 from application.deadline import call_with_deadline
 from application.errors import BadRequest
 from application.leases import CORE_LEASE, CoreLease
@@ -22,7 +22,7 @@ from application.modules import Action, Registry
 from application.settings import Settings
 from application.store import LedgerApp, Streams
 from domain.errors import RunNotRunning
-from domain.progress import PhaseStatus, describe, ready_at
+from domain.progress import PhaseStatus, describe, ready_at, times
 from domain.run import Run
 from domain.spec import RunSpec
 from domain.step import MAX_STEP_ATTEMPTS, Step
@@ -73,6 +73,7 @@ class Runs:
         self.clock = clock
         self.ledger = ledger
         self.core_lease = core_lease
+        self._after: UUID | None = None
 
     def start(self, document: str | dict[str, Any], run_id: UUID | None = None) -> UUID:
         """Validate a spec against the loaded modules and start it; nothing is written if the
@@ -109,7 +110,7 @@ class Runs:
         """Dispatch due steps and move phases on, for every running run."""
         self.projector.catch_up()
         report = AdvanceReport()
-        running = self.queries.running_runs(self.settings.advance_run_batch)
+        running = self._next_batch()
         random.shuffle(running)  # several runners start at different runs
         for run_id in running:
             if stop is not None and stop.is_set():
@@ -121,6 +122,16 @@ class Runs:
             except Exception:  # one run's failure must not stall the others
                 log.exception("advancing run %s failed; the leg goes on", run_id)
         return report
+
+    def _next_batch(self) -> list[UUID]:
+        """The next EVENT_RUN_BATCH running runs after the last tick's, wrapping round, so runs
+        that wait (for a person, for a long after_s) never starve the runs behind them."""
+        batch = self.settings.advance_run_batch
+        page = self.queries.running_runs_after(self._after, batch)
+        if len(page) < batch and self._after is not None:
+            page += [r for r in self.queries.running_runs(batch - len(page)) if r not in page]
+        self._after = page[-1] if page else None
+        return page
 
     def _advance_run(
         self, run_id: UUID, worker: str, report: AdvanceReport, stop: threading.Event | None
@@ -138,7 +149,7 @@ class Runs:
                 self._dispatch(run, step, worker, report)
             if step.gave_up:
                 # A step that cannot succeed aborts the run; the cleanup leg follows.
-                reason = f"step {step.step_id} failed {step.attempts} times: {step.last_error}"
+                reason = f"step {step.step_id} failed {times(step.attempts)}: {step.last_error}"
                 self.ledger.abort_run(run.id, reason)
                 report.aborted += 1
                 return
@@ -175,7 +186,9 @@ class Runs:
             run.id, step.step_id, module, step.action, step.idempotency_key
         )
         if action is None or action.perform is None:
-            answer: PerformDone | str = f'no module registers "{step.action}" with a perform()'
+            answer: PerformDone | PerformFailed = PerformFailed(
+                f'no module registers "{step.action}" with a perform()', final=True
+            )
         else:
             outcome = call_with_deadline(
                 action.perform,
@@ -189,7 +202,7 @@ class Runs:
             self.ledger.supersede(placeholder, answer.resources, also=[step])
             report.succeeded += 1
         else:
-            step.fail(worker, answer, self.clock())
+            step.fail(worker, answer.error, self.clock(), final=answer.final)
             self.app.save(step)
             report.failed += 1
 
@@ -202,7 +215,7 @@ class Runs:
 
     def _next_phase(self, run: Run, spec: RunSpec, by: str | None) -> str:
         if run.phase + 1 >= len(spec.phases):
-            run.complete(self.clock())
+            run.complete(self.clock(), by)
             self.app.save(run)
             return "completed"
         run.advance_phase(run.phase + 1, by, self.clock())

@@ -44,7 +44,7 @@ def _current(phase: PhaseSpec, steps: list[Step], run: Run, now: datetime) -> Ph
     failed = next((s for s in steps if s.gave_up), None)
     if failed is not None:
         headline = (
-            f"{name}: step {failed.step_id} failed {failed.attempts} times: {failed.last_error}"
+            f"{name}: step {failed.step_id} failed {times(failed.attempts)}: {failed.last_error}"
         )
         return PhaseStatus(phase.id, headline, f"step {failed.step_id} cannot succeed")
     if run.is_terminal:
@@ -73,9 +73,13 @@ def _why_steps(waiting: list[Step], now: datetime) -> str:
             reasons.append(f"step {step.step_id} is being dispatched (attempt {step.attempts})")
         elif step.last_error:
             reasons.append(
-                f"step {step.step_id} failed {step.attempts} time"
-                f"{'s' if step.attempts != 1 else ''}: {step.last_error}; it will be retried"
+                f"step {step.step_id} failed {times(step.attempts)}: {step.last_error}; "
+                "it will be retried"
             )
         else:
             reasons.append(f"step {step.step_id} waits for the runner to dispatch it")
     return "; ".join(reasons)
+
+
+def times(count: int) -> str:
+    return f"{count} time" if count == 1 else f"{count} times"

@@ -27,6 +27,7 @@ class Run(Aggregate):
 
     class Completed(Aggregate.Event):
         at: datetime
+        by: str | None = None
 
     class Cancelled(Aggregate.Event):
         by: str
@@ -64,9 +65,9 @@ class Run(Aggregate):
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
 
-    def complete(self, at: datetime) -> None:
+    def complete(self, at: datetime, by: str | None = None) -> None:
         self._guard_running()
-        self._completed(at=at)
+        self._completed(at=at, by=by)
 
     def cancel(self, by: str, cleanup: bool, at: datetime) -> None:
         self._guard_running()
@@ -86,7 +87,7 @@ class Run(Aggregate):
         self.phase_started_at = at
 
     @event(Completed)
-    def _completed(self, at: datetime) -> None:
+    def _completed(self, at: datetime, by: str | None = None) -> None:
         self.status = "completed"
         self.ended_at = at
 

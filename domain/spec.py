@@ -5,6 +5,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+MAX_WAIT_S = 366 * 86_400  # a wait must stay a time the calendar can hold
 
 
 class _Spec(BaseModel):
@@ -23,7 +24,7 @@ class PhaseSpec(_Spec):
     id: str = Field(pattern=NAME)
     steps: list[StepSpec] = Field(min_length=1)
     advance: Literal["manual", "auto"] = "auto"
-    after_s: float = Field(0, ge=0)
+    after_s: float = Field(0, ge=0, le=MAX_WAIT_S)
 
 
 class RunSpec(_Spec):

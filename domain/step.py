@@ -47,6 +47,7 @@ class Step(Aggregate):
         attempt: int
         error: str
         at: datetime
+        final: bool = False
 
     @staticmethod
     def create_id(run_id: UUID, step_id: str) -> UUID:
@@ -95,10 +96,12 @@ class Step(Aggregate):
             at=at,
         )
 
-    def fail(self, worker: str, error: str, at: datetime) -> None:
+    def fail(self, worker: str, error: str, at: datetime, *, final: bool = False) -> None:
+        """A failed attempt; ``final`` when the module said retrying cannot help."""
         self._guard_holder(worker)
         self._failed(
-            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts, error=error, at=at
+            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts, error=error, at=at,
+            final=final,
         )
 
     def abandon(self, at: datetime) -> None:
@@ -136,9 +139,12 @@ class Step(Aggregate):
         self.claim_expires_at = None
 
     @event(Failed)
-    def _failed(self, run_id: UUID, step_id: str, attempt: int, error: str, at: datetime) -> None:
+    def _failed(
+        self, run_id: UUID, step_id: str, attempt: int, error: str, at: datetime,
+        final: bool = False,
+    ) -> None:
         self.last_error = error
         self.claim_worker = None
         self.claim_expires_at = None
-        if attempt >= MAX_STEP_ATTEMPTS:
+        if final or attempt >= MAX_STEP_ATTEMPTS:
             self.state = "gave_up"

@@ -233,8 +233,23 @@ class Queries:
 
     def running_runs(self, limit: int) -> list[UUID]:
         rows = self._rows(
-            "SELECT run_id FROM {rl_runs} WHERE status = 'running' ORDER BY started_at LIMIT %s",
+            "SELECT run_id FROM {rl_runs} WHERE status = 'running' "
+            "ORDER BY started_at, run_id LIMIT %s",
             [limit],
+        )
+        return [UUID(row["run_id"]) for row in rows]
+
+    def running_runs_after(self, after: UUID | None, limit: int) -> list[UUID]:
+        """Running runs in start order, from just after ``after``: the advance leg's round robin."""
+        if after is None:
+            return self.running_runs(limit)
+        rows = self._rows(
+            """SELECT u.run_id FROM {rl_runs} u, {rl_runs} a
+            WHERE a.run_id = %s AND u.status = 'running'
+              AND (u.started_at > a.started_at
+                   OR (u.started_at = a.started_at AND u.run_id > a.run_id))
+            ORDER BY u.started_at, u.run_id LIMIT %s""",
+            [str(after), limit],
         )
         return [UUID(row["run_id"]) for row in rows]
 

@@ -116,7 +116,7 @@ def _ended(row: Row | None, event: Any, status: str, by: str | None, reason: str
 
 @apply_run.register
 def _(event: Run.Completed, row: Row | None) -> Row:
-    return _ended(row, event, "completed", None, None)
+    return _ended(row, event, "completed", getattr(event, "by", None), None)
 
 
 @apply_run.register
@@ -276,7 +276,7 @@ def _(event: Step.Succeeded, row: Row | None) -> Row:
 @apply_step.register
 def _(event: Step.Failed, row: Row | None) -> Row:
     return _require(row, event) | {
-        "state": "gave_up" if event.attempt >= MAX_STEP_ATTEMPTS else "waiting",
+        "state": "gave_up" if event.final or event.attempt >= MAX_STEP_ATTEMPTS else "waiting",
         "last_error": event.error, "claim_worker": None, "claim_expires": None,
         "version": event.originator_version,
     }
