@@ -102,11 +102,14 @@ class History:
             if as_of is not None and event.at > as_of:
                 continue
             before = folded.get(event.originator_id)
+            actor = _actor(event, before)  # before mutate(), which changes the aggregate in place
             after = event.mutate(before)
             folded[event.originator_id] = after
             lines.append(ReplayLine(position, event.at, _subject(after), type(event).__name__,
-                                    _actor(event, before), _outcome(event, after)))
-        run = folded[run_id]
+                                    actor, _outcome(event, after)))
+        run = folded.get(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id} had started by {as_of}")
         resources = [a for a in folded.values() if isinstance(a, Resource)]
         now = as_of or self.clock()
         status = cleanup_status(
@@ -120,6 +123,8 @@ class History:
 
     def step(self, entry_id: UUID, upto: int | None = None) -> Stepping:
         """An entry's events version by version, reading no further than ``upto``."""
+        if upto is not None and upto < 1:
+            raise BadRequest(f"versions start at 1; version {upto} was asked for")
         events: list[Any] = list(self.app.events.get(entry_id, lte=upto))
         if not events:
             raise NotFound(f"no ledger entry {entry_id}")
@@ -143,8 +148,7 @@ class History:
     def _version(self, entry_id: UUID, upto: int | None, reached: int) -> int:
         if upto is None or reached < upto:
             return reached
-        last = list(self.app.events.get(entry_id, desc=True, limit=1))
-        return int(last[0].originator_version) if last else reached
+        return self.backend.last_version(entry_id) or reached
 
 
 def _open(entry: Resource, now: datetime, max_attempts: int) -> bool:

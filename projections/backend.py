@@ -57,6 +57,10 @@ class Backend(ABC):
         """Every stored event of these aggregates with its position in the store."""
 
     @abstractmethod
+    def last_version(self, originator_id: UUID) -> int | None:
+        """The version of an aggregate's last stored event, read without the event."""
+
+    @abstractmethod
     def missing_tables(self) -> list[str]:
         """The runledger tables this store does not have yet."""
 

@@ -73,6 +73,15 @@ class PostgresBackend(Backend):
                 for row in cursor.fetchall()
             ]
 
+    def last_version(self, originator_id: UUID) -> int | None:
+        statement = SQL(
+            "SELECT MAX(originator_version) AS v FROM {}.{} WHERE originator_id = %s"
+        ).format(Identifier(self.schema), Identifier(self.events_table))
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(statement, [originator_id])
+            row = cursor.fetchone()
+        return None if row is None or row["v"] is None else int(row["v"])
+
     def missing_tables(self) -> list[str]:
         with self.transaction(commit=False) as cursor:
             cursor.execute(

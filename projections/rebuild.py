@@ -46,7 +46,7 @@ def choose(names: list[str] | None) -> list[View]:
     if unknown:
         raise KeyError(f"no projection named {', '.join(unknown)}; "
                        f"projections are {', '.join(known)}")
-    return [known[n] for n in names]
+    return [known[n] for n in dict.fromkeys(names)]
 
 
 def rebuild(

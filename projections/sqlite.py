@@ -77,6 +77,16 @@ class SQLiteBackend(Backend):
                 )
         return sorted(found, key=lambda pair: pair[0])
 
+    def last_version(self, originator_id: UUID) -> int | None:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(
+                f"SELECT MAX(originator_version) AS v FROM {self.events_table} "
+                "WHERE originator_id = ?",
+                [originator_id.hex],
+            )
+            row = cursor.fetchone()
+        return None if row is None or row["v"] is None else int(row["v"])
+
     def missing_tables(self) -> list[str]:
         with self.transaction(commit=False) as cursor:
             cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
