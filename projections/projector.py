@@ -44,11 +44,13 @@ class Projector:
     """
 
     def __init__(
-        self, app: Application[Any], backend: Backend, views: list[View] | None = None
+        self, app: Application[Any], backend: Backend, views: list[View] | None = None,
+        page: int | None = None,
     ) -> None:
         self.app = app
         self.backend = backend
         self.views = views if views is not None else all_views()
+        self.page = page
         transcoder: Any = app.mapper.transcoder
         self.transcodings = transcoder.names
 
@@ -73,14 +75,14 @@ class Projector:
                 count, reached = self.advance(cursor)
             if progress is not None and count:
                 progress(count, reached)
-            if count < PAGE:
+            if count < (self.page or PAGE):
                 return reached
 
     def catch_up_in(self, cursor: Cursor) -> int:
         """The same, inside a transaction the caller holds (a rebuild's swap)."""
         while True:
             count, reached = self.advance(cursor)
-            if count < PAGE:
+            if count < (self.page or PAGE):
                 return reached
 
     def wait_for(self, position: int, timeout: float = 10.0) -> None:
@@ -95,7 +97,7 @@ class Projector:
         """Apply one page after the lowest position; answers (events read, position reached)."""
         positions = self._lock(cursor)
         start = min(positions.values())
-        notes = self.backend.select_page(start, PAGE)
+        notes = self.backend.select_page(start, self.page or PAGE)
         if not notes:
             return 0, start
         decoded: dict[int, Event] = {}

@@ -13,6 +13,7 @@ from projections.projector import Progress, Projector, View, all_views
 from projections.schema import create_indexes, create_table
 
 SHADOW = "_next"
+REBUILD_PAGE = 10_000
 
 
 @dataclass
@@ -63,7 +64,8 @@ def rebuild(
     shadow = live.with_suffix(SHADOW)
     report = RebuildReport([v.name for v in views])
     _prepare(shadow, views)
-    projector = Projector(app, shadow, views)
+    # Larger pages than a live projector's: fewer commits, and memory still bounded by a page.
+    projector = Projector(app, shadow, views, page=REBUILD_PAGE)
     started = time.perf_counter()
 
     def counted(count: int, reached: int) -> None:
