@@ -331,6 +331,8 @@ class Cleanup:
         summary = Summary(by=by, remaining=unresolved)
         for group, verdict in results:
             fresh = self.streams.load(Resource, list(group.claimed))
+            # Settled by another writer while the call was out: no longer remaining either.
+            summary.remaining -= sum(1 for e in fresh.values() if not e.unresolved)
             mine = {
                 i: e for i, e in fresh.items()
                 if e.claim_worker == worker and e.attempts == group.claimed[i].attempts
