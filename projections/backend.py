@@ -64,6 +64,19 @@ class Backend(ABC):
     def missing_tables(self) -> list[str]:
         """The runledger tables this store does not have yet."""
 
+    def upsert(
+        self, cursor: Cursor, table: str, columns: Sequence[str], key: str,
+        rows: list[list[Any]],
+    ) -> None:
+        """Insert or replace many rows of a projection table, keyed by ``key``."""
+        names = ", ".join(columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+        statement = self.sql(
+            f"INSERT INTO {{{table}}} ({names}) VALUES ({self.markers(len(columns))}) "
+            f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
+        )
+        cursor.executemany(statement, rows)
+
     def sql(self, statement: str) -> str:
         """A statement written once, with {table} names and %s markers, for this engine."""
         return _render(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
@@ -10,6 +11,9 @@ from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from projections.backend import TABLES, Backend, Cursor
+
+# Below this many rows a plain batched INSERT is as quick as the COPY round trips.
+COPY_FROM = 200
 
 
 class PostgresBackend(Backend):
@@ -45,6 +49,31 @@ class PostgresBackend(Backend):
                 )
                 for row in cursor.fetchall()
             ]
+
+    def upsert(
+        self, cursor: Cursor, table: str, columns: Sequence[str], key: str,
+        rows: list[list[Any]],
+    ) -> None:
+        """COPY into a temporary table, then one INSERT ... ON CONFLICT: a page of rows in three
+        statements rather than a statement a row."""
+        if len(rows) < COPY_FROM:
+            super().upsert(cursor, table, columns, key, rows)
+            return
+        names = ", ".join(columns)
+        scratch = f"rl_scratch_{table}"
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {scratch} "
+            f"(LIKE {self.qualify(table)}) ON COMMIT DELETE ROWS"
+        )
+        with cursor.copy(f"COPY {scratch} ({names}) FROM STDIN") as copy:  # type: ignore[attr-defined]
+            for row in rows:
+                copy.write_row(row)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+        cursor.execute(
+            f"INSERT INTO {self.qualify(table)} ({names}) SELECT {names} FROM {scratch} "
+            f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
+        )
+        cursor.execute(f"TRUNCATE {scratch}")
 
     def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
         statement = SQL(

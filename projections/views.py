@@ -79,13 +79,10 @@ class RowView:
         return found
 
     def _store(self, backend: Backend, cursor: Cursor, rows: list[Row]) -> None:
-        names = ", ".join(self.columns)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in self.columns if c != self.key)
-        statement = backend.sql(
-            f"INSERT INTO {{{self.table}}} ({names}) VALUES ({backend.markers(len(self.columns))}) "
-            f"ON CONFLICT ({self.key}) DO UPDATE SET {updates}"
+        backend.upsert(
+            cursor, self.table, self.columns, self.key,
+            [[row[c] for c in self.columns] for row in rows],
         )
-        cursor.executemany(statement, [[row[c] for c in self.columns] for row in rows])
 
 
 @singledispatch

@@ -526,10 +526,14 @@ BULK_EVENTS = 10_000
 
 KILLABLE_REBUILD = """
 import sys
+import projections.rebuild
 from application.bootstrap import bootstrap
 from application.modules import Registry
 from application.settings import Settings
 from projections.rebuild import rebuild
+
+# Pages of 2,000, so that a store of 10,000 events is rebuilt in several transactions.
+projections.rebuild.REBUILD_PAGE = 2_000
 
 with bootstrap(Settings(database_url=sys.argv[1]), Registry()) as rl:
     report = rebuild(rl.app, rl.backend, progress=lambda count, reached: print(
