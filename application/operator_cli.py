@@ -156,10 +156,14 @@ def _rebuild(console: Console, rl: Runledger, names: list[str] | None, verify: b
 
 
 def _entry_id(rl: Runledger, text: str) -> UUID:
+    """An entry named by its id, or by a ref (or kind:ref) that names exactly one entry."""
     try:
         return UUID(text)
     except ValueError:
-        pass
+        return _entry_named(rl, text)
+
+
+def _entry_named(rl: Runledger, text: str) -> UUID:
     rl.projector.catch_up()
     found = rl.queries.entries_named(text)
     if not found:
