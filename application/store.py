@@ -10,7 +10,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import PersistenceError, Transcoder
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Composable, Identifier
 
 from application.errors import NotInitialised, StoreUnavailable
 from application.settings import StoreConfig
@@ -41,6 +41,7 @@ def open_app(config: StoreConfig, *, create: bool) -> tuple[LedgerApp, Backend]:
     try:
         _probe(config, create_schema=create)
         app = LedgerApp(env=env)
+        _binary_inserts(app)
         backend = _backend(app)
         missing = [] if create else backend.missing_tables()
     except UNAVAILABLE as error:
@@ -66,6 +67,22 @@ def _probe(config: StoreConfig, *, create_schema: bool) -> None:
     ) as conn:
         if create_schema and config.schema:
             conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(config.schema)))
+
+
+def _binary_inserts(app: LedgerApp) -> None:
+    """Send the stored-event composites of each PostgreSQL insert in binary.
+
+    eventsourcing 9.5 inserts ``unnest(%s::stored_event[])``: psycopg then dumps every composite
+    and its bytea as text, escaping through regular expressions. With ``%b`` it uses the binary
+    dumper the library already registered (measured: 67 -> 29 us per event in insert_events).
+    If a later library version writes the statement differently, this changes nothing.
+    """
+    recorder: Any = app.recorder
+    statement = getattr(recorder, "insert_events_statement", None)
+    if isinstance(recorder.datastore, PostgresDatastore) and isinstance(statement, Composable):
+        text = statement.as_string(None)
+        if "unnest(%s::" in text:
+            recorder.insert_events_statement = SQL(text.replace("unnest(%s::", "unnest(%b::"))
 
 
 def _backend(app: LedgerApp) -> Backend:
