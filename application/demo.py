@@ -81,9 +81,10 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     rl.runs.advance(festival, "bea")
     for tick in range(2, 6):
         report = runner.tick()
-        say(f"  tick {tick}: {report.advance.succeeded} steps done, "
-            f"{report.advance.failed} failed, {report.advance.completed} runs completed, "
-            f"{report.advance.aborted} aborted; cleanup worked {len(report.swept)} runs")
+        advance = report.advance
+        say(f"  tick {tick}: {count(advance.succeeded, 'step')} done, {advance.failed} failed, "
+            f"{count(advance.completed, 'run')} completed, {advance.aborted} aborted; "
+            f"cleanup worked {count(len(report.swept), 'run')}")
         if tick == 2:
             duellist = next(e.ref for e in rl.queries.entries(duel) if e.kind == "duellist")
             world.set_fault(duellist, "terminal", True)
@@ -111,3 +112,7 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
              if UUID(key.partition(":")[0]) in runs}
     say(f"Revert calls per spawn step: {calls}")
     return runs
+
+
+def count(n: int, thing: str) -> str:
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
