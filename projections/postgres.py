@@ -12,6 +12,14 @@ from psycopg.sql import SQL, Identifier
 
 from projections.backend import TABLES, Backend, Cursor
 
+# Each wanted stream read through the primary key, one lookup per id: a plain
+# "originator_id = ANY(...)" lets the planner choose a scan whose cost grows with the store;
+# OFFSET 0 keeps the lookup a subquery, whatever the statistics say.
+BY_ID = (
+    "FROM unnest(%s::uuid[]) AS wanted(id), "
+    "LATERAL (SELECT * FROM {}.{} x WHERE x.originator_id = wanted.id OFFSET 0) e"
+)
+
 # Below this many rows a plain batched INSERT is as quick as the COPY round trips.
 COPY_FROM = 200
 
@@ -35,8 +43,8 @@ class PostgresBackend(Backend):
 
     def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
         statement = SQL(
-            "SELECT originator_id, originator_version, topic, state FROM {}.{} "
-            "WHERE originator_id = ANY(%s) ORDER BY originator_id, originator_version"
+            "SELECT e.originator_id, e.originator_version, e.topic, e.state " + BY_ID
+            + " ORDER BY e.originator_id, e.originator_version"
         ).format(Identifier(self.schema), Identifier(self.events_table))
         with self.transaction(commit=False) as cursor:
             cursor.execute(statement, [list(ids)])
@@ -88,12 +96,14 @@ class PostgresBackend(Backend):
 
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
         statement = SQL(
-            "SELECT notification_id, originator_id, originator_version, topic, state FROM {}.{} "
-            "WHERE originator_id = ANY(%s) ORDER BY notification_id"
+            "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state "
+            + BY_ID
         ).format(Identifier(self.schema), Identifier(self.events_table))
+        # Sorted here, not by the server: ORDER BY notification_id tempts the planner to walk
+        # the whole notification index, and the cost would grow with the store, not the run.
         with self.transaction(commit=False) as cursor:
             cursor.execute(statement, [list(ids)])
-            return [
+            found = [
                 (row["notification_id"], StoredEvent(
                     originator_id=row["originator_id"],
                     originator_version=row["originator_version"],
@@ -101,6 +111,7 @@ class PostgresBackend(Backend):
                 ))
                 for row in cursor.fetchall()
             ]
+        return sorted(found, key=lambda pair: pair[0])
 
     def last_version(self, originator_id: UUID) -> int | None:
         statement = SQL(
