@@ -91,6 +91,22 @@ _RETRYABLE = (
 )
 
 
+# Open entries are grouped by run first (the partial index), and each such run is then looked up
+# by key. A plain join lets PostgreSQL hash-join a sequential scan of every run ever held: 1.1 ms
+# with 200 runs of history, 9-14 ms with 20,000.
+CANDIDATES = f"""SELECT c.run_id FROM (
+        SELECT o.run_id, o.overdue,
+          (SELECT u.status FROM {{rl_runs}} u WHERE u.run_id = o.run_id) AS status,
+          (SELECT u.ended_at FROM {{rl_runs}} u WHERE u.run_id = o.run_id) AS ended_at
+        FROM (SELECT r.run_id, MAX(CASE WHEN r.kind = 'override' AND r.until <= %s
+                                  THEN 1 ELSE 0 END) AS overdue
+              FROM {{rl_resources}} r WHERE {_RETRYABLE} GROUP BY r.run_id) o
+    ) c
+    WHERE c.status IS NOT NULL AND (c.status <> 'running' OR c.overdue = 1)
+    ORDER BY COALESCE(c.ended_at, 0), c.run_id
+    LIMIT %s"""
+
+
 class Queries:
     """Reads over the projections. Every answer is a function of the projected rows."""
 
@@ -162,23 +178,7 @@ class Queries:
         and running runs holding a lease past its ``until``, the longest waiting first. Served by
         the open-entries index."""
         stamp = now.timestamp()
-        # Open entries are grouped by run first (the partial index), and each such run is then
-        # looked up by key. A plain join lets PostgreSQL hash-join a sequential scan of every
-        # run ever held: 1.1 ms with 200 runs of history, 9-14 ms with 20,000.
-        rows = self._rows(
-            f"""SELECT c.run_id FROM (
-                SELECT o.run_id, o.overdue,
-                  (SELECT u.status FROM {{rl_runs}} u WHERE u.run_id = o.run_id) AS status,
-                  (SELECT u.ended_at FROM {{rl_runs}} u WHERE u.run_id = o.run_id) AS ended_at
-                FROM (SELECT r.run_id, MAX(CASE WHEN r.kind = 'override' AND r.until <= %s
-                                          THEN 1 ELSE 0 END) AS overdue
-                      FROM {{rl_resources}} r WHERE {_RETRYABLE} GROUP BY r.run_id) o
-            ) c
-            WHERE c.status IS NOT NULL AND (c.status <> 'running' OR c.overdue = 1)
-            ORDER BY COALESCE(c.ended_at, 0), c.run_id
-            LIMIT %s""",
-            [stamp, max_attempts, stamp, limit],
-        )
+        rows = self._rows(CANDIDATES, [stamp, max_attempts, stamp, limit])
         return [UUID(row["run_id"]) for row in rows]
 
     def retryable_entries(
