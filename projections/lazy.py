@@ -62,7 +62,10 @@ def revive(value: Any, transcodings: dict[str, Transcoding]) -> Any:
     """Turn the typed values of parsed JSON back into objects, in place where it can."""
     if type(value) is dict:
         if len(value) == 2 and "_type_" in value and "_data_" in value:
-            return transcodings[value["_type_"]].decode(revive(value["_data_"], transcodings))
+            data = value["_data_"]
+            if type(data) is dict or type(data) is list:
+                data = revive(data, transcodings)
+            return transcodings[value["_type_"]].decode(data)
         for key, item in value.items():
             if type(item) is dict or type(item) is list:
                 value[key] = revive(item, transcodings)
