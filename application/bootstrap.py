@@ -12,6 +12,7 @@ from application.leases import CoreLease
 from application.ledger import Ledger
 from application.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
 from application.modules import Registry
+from application.parts import Parts
 from application.reconcile import Reconciler
 from application.runner import Runner
 from application.runs import Runs
@@ -46,8 +47,7 @@ class Runledger:
 
     @property
     def history(self) -> History:
-        return History(self.app, self.backend, self.projector, self.queries, self.settings,
-                       self.clock)
+        return History(self.ledger.parts)
 
     def runner(self, worker: str) -> Runner:
         return Runner(self.runs, self.cleanup, self.reconciler, worker)
@@ -94,18 +94,13 @@ def bootstrap(
     app, backend = open_app(store_config(settings.database_url), create=False)
     projector = Projector(app, backend)
     queries = Queries(backend)
-    streams = Streams(app, backend)
-    ledger = Ledger(app, streams, projector, queries, clock)
+    parts = Parts(app, backend, Streams(app, backend), projector, queries, registry, settings,
+                  clock)
+    ledger = Ledger(parts)
     core_lease = CoreLease(app, registry, settings, clock)
-    cleanup = Cleanup(
-        app, streams, projector, queries, registry, settings, clock, ledger, core_lease
-    )
-    reconciler = Reconciler(app, streams, projector, queries, registry, settings, clock)
-    runs = Runs(
-        app, streams, projector, queries, registry, settings, clock, ledger, core_lease
-    )
     rl = Runledger(
-        settings, app, backend, projector, queries, registry, ledger, cleanup, reconciler, runs,
+        settings, app, backend, projector, queries, registry, ledger,
+        Cleanup(parts, ledger, core_lease), Reconciler(parts), Runs(parts, ledger, core_lease),
         clock,
     )
     if load:

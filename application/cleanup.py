@@ -3,7 +3,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -17,15 +16,12 @@ from application.deadline import call_with_deadline
 from application.errors import BadRequest
 from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger, save_with_retry
-from application.modules import Registry
-from application.settings import Settings
-from application.store import LedgerApp, Streams
+from application.parts import Parts, Service
 from domain.errors import DomainError
 from domain.resource import PLACEHOLDER_KIND, FailureMode, Resource
 from domain.run import TERMINAL
 from domain.runlog import LogEntry
-from projections.projector import Projector
-from projections.queries import EntryRow, Queries
+from projections.queries import EntryRow
 
 log = logging.getLogger("runledger.cleanup")
 TROUBLE_SWEEPS = 5
@@ -75,21 +71,11 @@ def group_entries(rows: list[EntryRow]) -> list[Group]:
     return sorted(groups, key=lambda g: first_seen[key(g.head)])
 
 
-class Cleanup:
+class Cleanup(Service):
     """Gives back what terminal runs took: the sweep, one run's pass, and a person's retry."""
 
-    def __init__(
-        self, app: LedgerApp, streams: Streams, projector: Projector, queries: Queries,
-        registry: Registry, settings: Settings, clock: Callable[[], datetime], ledger: Ledger,
-        core_lease: CoreLease,
-    ) -> None:
-        self.app = app
-        self.streams = streams
-        self.projector = projector
-        self.queries = queries
-        self.registry = registry
-        self.settings = settings
-        self.clock = clock
+    def __init__(self, parts: Parts, ledger: Ledger, core_lease: CoreLease) -> None:
+        super().__init__(parts)
         self.ledger = ledger
         self.core_lease = core_lease
         self._troubled: dict[UUID, int] = {}

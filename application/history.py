@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from application.errors import BadRequest, NotFound
-from application.settings import Settings
-from application.store import LedgerApp
+from application.parts import Service
 from domain.resource import Resource
 from domain.run import Run
 from domain.status import CleanupStatus, cleanup_status
 from domain.step import Step
-from projections.backend import Backend
-from projections.projector import Projector
-from projections.queries import Queries
 
 STATE_FIELDS = ("state", "attempts", "terminal", "claim_worker", "claim_expires_at",
                 "last_error", "payload", "drift_current", "kept_by")
@@ -71,17 +66,8 @@ class Stepping:
     total: int = 0
 
 
-class History:
+class History(Service):
     """Reads the store itself (never the projections' opinion) to answer for the past."""
-
-    def __init__(self, app: LedgerApp, backend: Backend, projector: Projector, queries: Queries,
-                 settings: Settings, clock: Callable[[], datetime]) -> None:
-        self.app = app
-        self.backend = backend
-        self.projector = projector
-        self.queries = queries
-        self.settings = settings
-        self.clock = clock
 
     def replay(self, run_id: UUID, as_of: datetime | None = None,
                entry_ref: str | None = None) -> Replay:

@@ -12,13 +12,12 @@ from pydantic import ValidationError
 
 from application.answers import NamedResource
 from application.errors import BadRequest, NotFound
-from application.store import LedgerApp, Streams
+from application.parts import Service
+from application.store import LedgerApp
 from domain.errors import RunNotRunning
 from domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from domain.run import Run
 from domain.runlog import LogEntry
-from projections.projector import Projector
-from projections.queries import Queries
 
 Clock = Callable[[], datetime]
 
@@ -43,18 +42,8 @@ def save_with_retry(
     return 0
 
 
-class Ledger:
+class Ledger(Service):
     """Recording what runs change in the world, and the decisions people make about it."""
-
-    def __init__(
-        self, app: LedgerApp, streams: Streams, projector: Projector, queries: Queries,
-        clock: Clock,
-    ) -> None:
-        self.app = app
-        self.streams = streams
-        self.projector = projector
-        self.queries = queries
-        self.clock = clock
 
     def start_run(self, name: str, run_id: UUID | None = None) -> UUID:
         run = Run.start(run_id or uuid4(), name, self.clock())

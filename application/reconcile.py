@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -10,13 +9,10 @@ from typing import Any
 from application.answers import parse_reconcile
 from application.deadline import call_with_deadline
 from application.ledger import save_with_retry
-from application.modules import Registry
-from application.settings import Settings
-from application.store import LedgerApp, Streams
+from application.parts import Service
 from domain.resource import MAX_KIND, MAX_REF, Resource
 from domain.runlog import LogEntry
-from projections.projector import Projector
-from projections.queries import EntryRow, Queries
+from projections.queries import EntryRow
 
 log = logging.getLogger("runledger.reconcile")
 
@@ -33,24 +29,12 @@ class ReconcileSummary:
     unanswered: int = 0
 
 
-class Reconciler:
+class Reconciler(Service):
     """Answers "is any of it still there?" for one module's live entries, and settles expiries.
 
     The owner is always the caller's binding (the loader's), never a module's argument, so a
     module cannot close another module's entries.
     """
-
-    def __init__(
-        self, app: LedgerApp, streams: Streams, projector: Projector, queries: Queries,
-        registry: Registry, settings: Settings, clock: Callable[[], datetime],
-    ) -> None:
-        self.app = app
-        self.streams = streams
-        self.projector = projector
-        self.queries = queries
-        self.registry = registry
-        self.settings = settings
-        self.clock = clock
 
     def expire(self, owner: str, kind: Any, ref: Any) -> dict[str, int]:
         """The world ended one of the owner's resources at its deadline."""

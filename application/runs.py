@@ -4,9 +4,8 @@ import json
 import logging
 import random
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -18,16 +17,13 @@ from application.deadline import call_with_deadline
 from application.errors import BadRequest
 from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger
-from application.modules import Action, Registry
-from application.settings import Settings
-from application.store import LedgerApp, Streams
+from application.modules import Action
+from application.parts import Parts, Service
 from domain.errors import RunNotRunning
 from domain.progress import PhaseStatus, describe, ready_at, times
 from domain.run import Run
 from domain.spec import RunSpec
 from domain.step import MAX_STEP_ATTEMPTS, Step
-from projections.projector import Projector
-from projections.queries import Queries
 
 log = logging.getLogger("runledger.runs")
 
@@ -56,21 +52,11 @@ def parse_spec(document: str | dict[str, Any]) -> RunSpec:
         raise BadRequest(f"{where}: {first['msg']}") from None
 
 
-class Runs:
+class Runs(Service):
     """Runs executing their specs: starting, the advance leg, and a person's controls."""
 
-    def __init__(
-        self, app: LedgerApp, streams: Streams, projector: Projector, queries: Queries,
-        registry: Registry, settings: Settings, clock: Callable[[], datetime], ledger: Ledger,
-        core_lease: CoreLease,
-    ) -> None:
-        self.app = app
-        self.streams = streams
-        self.projector = projector
-        self.queries = queries
-        self.registry = registry
-        self.settings = settings
-        self.clock = clock
+    def __init__(self, parts: Parts, ledger: Ledger, core_lease: CoreLease) -> None:
+        super().__init__(parts)
         self.ledger = ledger
         self.core_lease = core_lease
         self._after: UUID | None = None
