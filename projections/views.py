@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from functools import singledispatch
+from functools import cache, singledispatch
 from typing import Any, ClassVar
 
 from eventsourcing.domain import DomainEventProtocol
@@ -37,23 +37,29 @@ def as_json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, default=str)
 
 
-class RowView:
+class EventView:
+    """A view: its name, its table, and the events it reads."""
+
+    name: ClassVar[str]
+    table: ClassVar[str]
+    events: ClassVar[tuple[type[Any], ...]]
+
+    @classmethod
+    @cache
+    def topics(cls) -> frozenset[str]:
+        return frozenset(get_topic(e) for e in cls.events)
+
+
+class RowView(EventView):
     """A table with one row per aggregate, kept by applying each event to its row.
 
     A page of events is applied in memory to the rows it touches, which are then written back in
     one statement: a page costs two round trips whatever its size.
     """
 
-    name: ClassVar[str]
-    table: ClassVar[str]
     key: ClassVar[str]
     columns: ClassVar[tuple[str, ...]]
-    events: ClassVar[tuple[type[Any], ...]]
     apply: ClassVar[Callable[[Any, Row | None], Row]]
-
-    @classmethod
-    def topics(cls) -> set[str]:
-        return {get_topic(e) for e in cls.events}
 
     def process(
         self, backend: Backend, cursor: Cursor, events: Sequence[tuple[int, Event]]
@@ -291,7 +297,7 @@ class StepsView(RowView):
     apply = apply_step
 
 
-class RunLogView:
+class RunLogView(EventView):
     """The run log: one line per fact worth a sentence, keyed by its position in the store."""
 
     name = "run_log"
@@ -300,10 +306,6 @@ class RunLogView:
         LogEntry.Written, Run.Started, Run.PhaseAdvanced, Run.Completed, Run.Cancelled,
         Run.Aborted, Step.Succeeded, Step.Failed,
     )
-
-    @classmethod
-    def topics(cls) -> set[str]:
-        return {get_topic(e) for e in cls.events}
 
     def process(
         self, backend: Backend, cursor: Cursor, events: Sequence[tuple[int, Event]]
