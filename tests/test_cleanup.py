@@ -6,7 +6,6 @@ The World is the port: a scripted game world that counts every call. The clock i
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -19,7 +18,7 @@ from freezegun.api import FrozenDateTimeFactory
 from application.bootstrap import Runledger
 from application.errors import BadRequest
 from application.modules import Registry
-from projections.queries import EntryRow, LogLine
+from tests.reading import entry, lines, status, wall
 from tests.world import World, hang, throw
 
 NOW = "2026-12-02 12:00:00"
@@ -65,28 +64,12 @@ def ended_run(rl: Runledger, refs: list[str], *, key: str = "k1") -> tuple[UUID,
     return run, ids
 
 
-def wall() -> float:
-    """Seconds on the real clock: freezegun stops time.monotonic, not os.times."""
-    return os.times().elapsed
 
 
-def status(rl: Runledger, run: UUID) -> str:
-    rl.projector.catch_up()
-    row = rl.queries.run(run, rl.clock(), rl.settings.max_revert_attempts)
-    assert row is not None
-    return row.cleanup_status
 
 
-def entry(rl: Runledger, entry_id: UUID) -> EntryRow:
-    rl.projector.catch_up()
-    row = rl.queries.entry(entry_id)
-    assert row is not None
-    return row
 
 
-def lines(rl: Runledger, run: UUID, kind: str) -> list[LogLine]:
-    rl.projector.catch_up()
-    return [line for line in rl.queries.log(run) if line.kind == kind]
 
 
 def answering(value: Any) -> Callable[[list[dict[str, Any]], str], Any]:

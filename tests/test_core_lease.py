@@ -22,13 +22,12 @@ import pytest
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.errors import BadRequest
 from application.modules import Registry
-from application.runner import TickReport
 from application.settings import Settings
 from domain.reservation import Reservation
-from domain.step import Step
-from projections.queries import EntryRow, RunRow
+from projections.queries import EntryRow
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.game import LEASE, START, Clock, Game, lease_step, phase, runledgers, spec, step
+from tests.reading import row, the_step, tick, written
 
 SPAWN = "game.spawn"
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,19 +57,8 @@ def rl(opened: Opener) -> Runledger:
     return opened()
 
 
-def tick(rl: Runledger, times: int = 1) -> TickReport:
-    runner = rl.runner("w1")
-    report = runner.tick()
-    for _ in range(times - 1):
-        report = runner.tick()
-    return report
 
 
-def row(rl: Runledger, run: UUID) -> RunRow:
-    rl.projector.catch_up()
-    found = rl.queries.run(run, rl.clock(), rl.settings.max_revert_attempts)
-    assert found is not None
-    return found
 
 
 def leases(rl: Runledger, run: UUID) -> list[EntryRow]:
@@ -78,12 +66,8 @@ def leases(rl: Runledger, run: UUID) -> list[EntryRow]:
     return [e for e in rl.queries.entries(run) if e.kind == "override"]
 
 
-def the_step(rl: Runledger, run: UUID, step_id: str) -> Step:
-    return rl.runs.streams.load(Step, [Step.create_id(run, step_id)])[Step.create_id(run, step_id)]
 
 
-def written(rl: Runledger) -> int:
-    return rl.app.recorder.max_notification_id() or 0
 
 
 def holding(

@@ -20,7 +20,7 @@ from application.modules import Registry
 from domain.errors import NotAPlaceholder, RunNotRunning
 from domain.resource import Resource
 from projections.backend import TABLES
-from projections.queries import EntryRow
+from tests.reading import entry, written
 from tests.world import World, throw
 
 NOW = "2026-12-02 12:00:00"
@@ -42,19 +42,12 @@ def world(registry: Registry) -> World:
     return world
 
 
-def written(rl: Runledger) -> int:
-    return rl.app.recorder.max_notification_id() or 0
 
 
 def events_of(rl: Runledger, aggregate_id: UUID) -> list[str]:
     return [type(e).__name__ for e in rl.app.events.get(aggregate_id)]
 
 
-def entry(rl: Runledger, entry_id: UUID) -> EntryRow:
-    rl.projector.catch_up()
-    row = rl.queries.entry(entry_id)
-    assert row is not None
-    return row
 
 
 def placeholder(rl: Runledger, run: UUID, key: str = "k1", step: str = "spawn") -> UUID:

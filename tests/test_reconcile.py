@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -15,7 +14,7 @@ from freezegun.api import FrozenDateTimeFactory
 
 from application.bootstrap import Runledger
 from application.modules import Registry
-from projections.queries import EntryRow, LogLine
+from tests.reading import entry, lines, status, wall, written
 from tests.world import World
 
 NOW = "2026-12-02 12:00:00"
@@ -44,32 +43,14 @@ def zones(
     return rl.ledger.supersede(held, [{"kind": "zone", "ref": r, "until": until} for r in refs])
 
 
-def wall() -> float:
-    """Seconds on the real clock: freezegun stops time.monotonic, not os.times."""
-    return os.times().elapsed
 
 
-def status(rl: Runledger, run: UUID) -> str:
-    rl.projector.catch_up()
-    row = rl.queries.run(run, rl.clock(), rl.settings.max_revert_attempts)
-    assert row is not None
-    return row.cleanup_status
 
 
-def entry(rl: Runledger, entry_id: UUID) -> EntryRow:
-    rl.projector.catch_up()
-    row = rl.queries.entry(entry_id)
-    assert row is not None
-    return row
 
 
-def lines(rl: Runledger, run: UUID, kind: str) -> list[LogLine]:
-    rl.projector.catch_up()
-    return [line for line in rl.queries.log(run) if line.kind == kind]
 
 
-def written(rl: Runledger) -> int:
-    return rl.app.recorder.max_notification_id() or 0
 
 
 # --- "I do not know" is never "it is gone" -----------------------------------------------------

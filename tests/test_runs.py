@@ -19,11 +19,10 @@ from eventsourcing.application import AggregateNotFoundError
 from application.bootstrap import Runledger
 from application.errors import BadRequest
 from application.modules import Registry
-from application.runner import TickReport
 from domain.errors import RunNotRunning
 from domain.resource import Resource
 from domain.step import Step
-from projections.queries import EntryRow, RunRow
+from projections.queries import EntryRow
 from tests.game import (
     START,
     Answer,
@@ -38,6 +37,7 @@ from tests.game import (
     step,
     throws,
 )
+from tests.reading import row, the_step, tick, written
 
 SPAWN = "game.spawn"
 BUILD = "game.build"
@@ -69,19 +69,8 @@ def rl(opened: Opener) -> Runledger:
     return opened()
 
 
-def tick(rl: Runledger, times: int = 1) -> TickReport:
-    runner = rl.runner("w1")
-    report = runner.tick()
-    for _ in range(times - 1):
-        report = runner.tick()
-    return report
 
 
-def row(rl: Runledger, run: UUID) -> RunRow:
-    rl.projector.catch_up()
-    found = rl.queries.run(run, rl.clock(), rl.settings.max_revert_attempts)
-    assert found is not None
-    return found
 
 
 def phase_of(rl: Runledger, run: UUID) -> int:
@@ -97,13 +86,8 @@ def headlines(rl: Runledger, run: UUID) -> list[str]:
     return [p.headline for p in rl.runs.describe(run)]
 
 
-def the_step(rl: Runledger, run: UUID, step_id: str) -> Step:
-    found = rl.runs.streams.load(Step, [Step.create_id(run, step_id)])
-    return found[Step.create_id(run, step_id)]
 
 
-def written(rl: Runledger) -> int:
-    return rl.app.recorder.max_notification_id() or 0
 
 
 def made_then_lost(game: Game, error: str = "the answer was lost") -> Answer:
