@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from functools import wraps
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -16,8 +18,15 @@ from pydantic import (
     ValidationError,
 )
 
-from application.deadline import Outcome, Raised, TimedOut
+from application.deadline import Malformed, Outcome, Raised, Returned, TimedOut
+from application.plain import describe_error
 from domain.resource import MAX_KIND, MAX_REF
+from domain.values import safe_text, storable, storable_text, validation_problem, value_problem
+
+log = logging.getLogger("runledger.answers")
+T = TypeVar("T")
+StoredValue = Annotated[Any, AfterValidator(storable)]
+StoredText = Annotated[str, AfterValidator(storable_text)]
 
 VerdictKind = Literal["done", "drifted", "terminal", "retry"]
 
@@ -47,7 +56,7 @@ class RevertDone(_Answer):
 
 class RevertDrifted(_Answer):
     drifted: IsTrue
-    current: JsonValue = None
+    current: Annotated[JsonValue, AfterValidator(storable)] = None
 
 
 class RevertRefused(_Answer):
@@ -61,10 +70,10 @@ class NamedResource(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: str = Field(min_length=1, max_length=MAX_KIND)
-    ref: str = Field(min_length=1, max_length=MAX_REF)
-    payload: dict[str, Any] | None = None
-    member_key: str | None = None
+    kind: StoredText = Field(min_length=1, max_length=MAX_KIND)
+    ref: StoredText = Field(min_length=1, max_length=MAX_REF)
+    payload: Annotated[dict[str, Any], AfterValidator(storable)] | None = None
+    member_key: Annotated[StoredText, Field(max_length=MAX_REF)] | None = None
     until: AwareDatetime | None = None
 
 
@@ -75,8 +84,8 @@ class PerformDone(_Answer):
 
 class ApplyDone(_Answer):
     ok: IsTrue
-    baseline: Any
-    applied: Any
+    baseline: StoredValue
+    applied: StoredValue
 
 
 class ReconcileAnswer(_Answer):
@@ -93,11 +102,8 @@ class Verdict:
 
 
 def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value, default=repr)
-    except Exception:  # an answer is module code too: even showing it may fail
-        text = f"an unprintable {type(value).__name__}"
-    return text if len(text) <= 120 else text[:117] + "..."
+    """An answer as a person reads it; answers are plain data by now, so this cannot raise."""
+    return safe_text(json.dumps(value, default=repr), 120)
 
 
 def _parse(model: type[_Answer], raw: Any) -> Any:
@@ -107,15 +113,47 @@ def _parse(model: type[_Answer], raw: Any) -> Any:
         return None
 
 
-def classify_revert(outcome: Outcome, what: str) -> Verdict:
-    """Read one revert or restore answer so that no shape a failure can take reads as success."""
+def _judged(judge: Callable[[Outcome, str], T], failed: Callable[[str], T]) -> Callable[
+    [Outcome, str], T
+]:
+    """Judging never raises: if reading an answer fails after all, that is a readable retry."""
+
+    @wraps(judge)
+    def safely(outcome: Outcome, what: str) -> T:
+        try:
+            return judge(outcome, what)
+        except Exception as error:  # recorded as the call's verdict, and logged in full
+            log.exception("judging an answer of %s failed", what)
+            return failed(f"{what}'s answer could not be judged: {describe_error(error)}")
+
+    return safely
+
+
+def _unreadable(outcome: Outcome, what: str) -> str | None:
     if isinstance(outcome, TimedOut):
-        return Verdict("retry", f"{what} did not answer within {outcome.seconds:g}s")
+        return f"{what} did not answer within {outcome.seconds:g}s"
     if isinstance(outcome, Raised):
-        error = outcome.error
-        return Verdict("retry", f"{what} raised {type(error).__name__}: {error}")
+        return f"{what} raised {outcome.message}"
+    if isinstance(outcome, Malformed):
+        return f"{what} answered something that is not plain data: {outcome.reason}"
+    return None
+
+
+def not_confirmed(outcome: Outcome, what: str) -> str:
+    """Why an answer did not confirm anything, in words that cannot raise."""
+    if isinstance(outcome, Returned):
+        return f"{what} answered {_show(outcome.value)}"
+    return _unreadable(outcome, what) or f"{what} did not answer"
+
+
+def _classify_revert(outcome: Outcome, what: str) -> Verdict:
+    if (problem := _unreadable(outcome, what)) is not None or not isinstance(outcome, Returned):
+        return Verdict("retry", problem)
     raw = outcome.value
     # A drift is read first: an answer that also says ok must not hide it.
+    unsafe = value_problem(raw.get("current"), "current") if isinstance(raw, dict) else None
+    if unsafe is not None and raw.get("drifted") is True:
+        return Verdict("retry", f"{what} answered a drift whose {': '.join(unsafe)}")
     if (drift := _parse(RevertDrifted, raw)) is not None:
         return Verdict(
             "drifted",
@@ -124,12 +162,16 @@ def classify_revert(outcome: Outcome, what: str) -> Verdict:
             current=drift.current,
         )
     if (done := _parse(RevertDone, raw)) is not None:
-        return Verdict("done", failed=frozenset(done.failed))
+        return Verdict("done", failed=frozenset(safe_text(ref) for ref in done.failed))
     if (refused := _parse(RevertRefused, raw)) is not None:
-        return Verdict("terminal", refused.error)
+        return Verdict("terminal", safe_text(refused.error))
     if isinstance(raw, dict) and isinstance(raw.get("error"), str) and raw.get("ok") is False:
-        return Verdict("retry", raw["error"])
+        return Verdict("retry", safe_text(raw["error"]))
     return Verdict("retry", f"{what} answered {_show(raw)}, which is not a revert answer")
+
+
+classify_revert = _judged(_classify_revert, lambda error: Verdict("retry", error))
+"""Read one revert or restore answer so that no shape a failure can take reads as success."""
 
 
 @dataclass(frozen=True)
@@ -140,30 +182,29 @@ class PerformFailed:
     final: bool = False
 
 
-def parse_perform(outcome: Outcome, what: str) -> PerformDone | PerformFailed:
-    """The resources a perform named, or a readable reason why it did not succeed."""
-    if isinstance(outcome, TimedOut):
-        return PerformFailed(f"{what} did not answer within {outcome.seconds:g}s")
-    if isinstance(outcome, Raised):
-        return PerformFailed(f"{what} raised {type(outcome.error).__name__}: {outcome.error}")
+def _parse_perform(outcome: Outcome, what: str) -> PerformDone | PerformFailed:
+    if (problem := _unreadable(outcome, what)) is not None or not isinstance(outcome, Returned):
+        return PerformFailed(problem or f"{what} did not answer")
     raw = outcome.value
     if isinstance(raw, dict) and raw.get("ok") is True and "resources" in raw:
         try:
             return PerformDone.model_validate(raw, strict=False)
         except ValidationError as error:
-            return PerformFailed(
-                f"{what} named a malformed resource: {error.errors()[0]['msg']}"
-            )
+            return PerformFailed(f"{what} named a malformed resource: {validation_problem(error)}")
     if (refused := _parse(RevertRefused, raw)) is not None:
-        return PerformFailed(refused.error, final=True)
+        return PerformFailed(safe_text(refused.error), final=True)
     if isinstance(raw, dict) and isinstance(raw.get("error"), str):
-        return PerformFailed(str(raw["error"]))
+        return PerformFailed(safe_text(raw["error"]))
     return PerformFailed(f"{what} answered {_show(raw)}, which is not a perform answer")
+
+
+parse_perform = _judged(_parse_perform, PerformFailed)
+"""The resources a perform named, or a readable reason why it did not succeed."""
 
 
 def parse_reconcile(outcome: Outcome) -> frozenset[str] | None:
     """The refs a module says are still in force, or None when it did not answer clearly."""
-    if isinstance(outcome, TimedOut | Raised):
+    if not isinstance(outcome, Returned):
         return None
     answer = _parse(ReconcileAnswer, outcome.value)
     return None if answer is None else frozenset(answer.in_force)

@@ -8,6 +8,7 @@ from pathlib import Path
 from application.cleanup import Cleanup
 from application.errors import StoreUnavailable
 from application.history import History
+from application.inputs import worker_name
 from application.leases import CoreLease
 from application.ledger import Ledger
 from application.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
@@ -50,7 +51,7 @@ class Runledger:
         return History(self.ledger.parts)
 
     def runner(self, worker: str) -> Runner:
-        return Runner(self.runs, self.cleanup, self.reconciler, worker)
+        return Runner(self.runs, self.cleanup, self.reconciler, worker_name(worker))
 
     def close(self) -> None:
         if self.loader is not None:

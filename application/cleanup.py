@@ -14,6 +14,7 @@ from eventsourcing.persistence import IntegrityError
 from application.answers import Verdict, classify_revert
 from application.deadline import call_with_deadline
 from application.errors import BadRequest
+from application.inputs import person
 from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger, save_with_retry
 from application.parts import Parts, Service
@@ -107,8 +108,7 @@ class Cleanup(Service):
 
     def manual_cleanup(self, run_id: UUID, by: str) -> Summary:
         """A person asks again: reset the run's counters, log it, and work the run now."""
-        if not by.strip():
-            raise BadRequest("a manual cleanup needs the name of the person who asked")
+        person(by, "a manual cleanup")
         self.projector.catch_up()
         run = self.ledger.get_run(run_id)
         if not run.is_terminal:

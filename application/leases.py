@@ -9,7 +9,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from application.answers import ApplyDone, Verdict, _parse, classify_revert
+from application.answers import ApplyDone, Verdict, _parse, classify_revert, not_confirmed
 from application.deadline import call_with_deadline
 from application.modules import Action, Registry
 from application.settings import Settings
@@ -88,7 +88,8 @@ class CoreLease:
             )
             answer = _parse(ApplyDone, getattr(outcome, "value", None))
             if answer is None:
-                return {"ok": False, "error": f"{wanted.lease}.apply did not confirm: {outcome}"}
+                why = not_confirmed(outcome, f"{wanted.lease}.apply")
+                return {"ok": False, "error": f"{wanted.lease}.apply did not confirm: {why}"}
             held.record_applied(answer.baseline, answer.applied, self.clock())
             self.app.save(held)
         baseline, applied = held.values or (None, None)

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from application.answers import NamedResource
 from application.errors import BadRequest, NotFound
+from application.inputs import person, reason
 from application.parts import Service
 from application.store import LedgerApp
 from domain.errors import RunNotRunning
@@ -55,16 +56,15 @@ class Ledger(Service):
         run.complete(self.clock())
         self.app.save(run)
 
-    def abort_run(self, run_id: UUID, reason: str) -> None:
+    def abort_run(self, run_id: UUID, why: str) -> None:
         run = self.get_run(run_id)
-        run.abort(reason, self.clock())
+        run.abort(reason(why), self.clock())
         self.app.save(run)
 
     def cancel_run(self, run_id: UUID, by: str, *, cleanup: bool) -> int:
         """End the run. Without cleanup, every unresolved entry is kept in the person's name,
         in the same save; answers how many entries were kept."""
-        if not by.strip():
-            raise BadRequest("cancelling a run needs the name of the person who asked")
+        person(by, "cancelling a run")
         now = self.clock()
         run = self.get_run(run_id)
         run.cancel(by, cleanup, now)
@@ -151,6 +151,7 @@ class Ledger(Service):
         return True
 
     def keep(self, entry_id: UUID, by: str) -> None:
+        person(by, "keeping an entry")
         entry = self._entry(entry_id)
         entry.keep(by, self.clock())
         self.app.save(entry)

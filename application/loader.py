@@ -14,8 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from application.deadline import Raised, TimedOut, call_with_deadline
+from application.deadline import Raised, Returned, TimedOut, call_with_deadline
 from application.modules import Registry
+from application.plain import Unreadable, describe_error, plain
+
+log = logging.getLogger("runledger.loader")
 
 MODULE_API = "1.0"
 # Names core itself ledgers under: a module with one of them could close core's entries.
@@ -53,12 +56,26 @@ class ModuleEvents:
         self._expired = expired
 
     def reconcile(self) -> Any:
-        """The module saw its own reconnect: ask which of its entries are still in force."""
-        return self._reconcile(self._module)
+        """The module saw its own reconnect: ask which of its entries are still in force.
+
+        Answers the summary, or None when core could not reconcile now (it is logged): core's
+        trouble never becomes an exception inside the module that asked.
+        """
+        try:
+            return self._reconcile(self._module)
+        except Exception:
+            log.exception("reconcile asked by module %s failed", self._module)
+            return None
 
     def expired(self, *, kind: Any, ref: Any) -> dict[str, int]:
         """The world ended one of this module's resources at its deadline."""
-        return self._expired(self._module, kind, ref)
+        try:
+            return self._expired(self._module, plain(kind), plain(ref))
+        except Unreadable:
+            return {"expired": 0}
+        except Exception:
+            log.exception("expiry reported by module %s failed", self._module)
+            return {"expired": 0}
 
 
 @dataclass
@@ -144,12 +161,16 @@ class Loader:
             raise ModuleFailed(f"a module named {manifest.name!r} is already loaded")
         check_api(manifest.api)
         imported = call_with_deadline(
-            import_entry, {"folder": folder, "manifest": manifest}, self.register_budget_s
+            import_entry, {"folder": folder, "manifest": manifest}, self.register_budget_s,
+            raw=True,
         )
         if isinstance(imported, TimedOut):
             raise ModuleFailed(f"importing it did not finish within {imported.seconds:g}s")
         if isinstance(imported, Raised):
-            raise ModuleFailed(str(imported.error))
+            error = imported.error
+            raise ModuleFailed(str(error) if isinstance(error, ModuleFailed) else imported.message)
+        if not isinstance(imported, Returned):
+            raise ModuleFailed("importing it answered no register function")
         scratch = Registry()
         # Each module gets its own copy of the settings, without the ledger's credentials.
         settings = {k: v for k, v in self.settings.items() if k != "RUNLEDGER_DATABASE_URL"}
@@ -172,10 +193,9 @@ class Loader:
         status.leases = sorted(scratch.leases)
 
     def _register(self, register: Any, context: ModuleContext, scratch: Registry) -> None:
-        outcome = call_with_deadline(register, {"ctx": context}, self.register_budget_s)
+        outcome = call_with_deadline(register, {"ctx": context}, self.register_budget_s, raw=True)
         if isinstance(outcome, Raised):
-            error = outcome.error
-            raise ModuleFailed(f"register() raised {type(error).__name__}: {error}")
+            raise ModuleFailed(f"register() raised {outcome.message}")
         if isinstance(outcome, TimedOut):
             raise ModuleFailed(f"register() did not return within {outcome.seconds:g}s")
         clash = (scratch.actions.keys() & self.registry.actions.keys()) | (
@@ -236,7 +256,7 @@ def import_entry(folder: Path, manifest: Manifest) -> Callable[..., Any]:
     except ModuleFailed:
         raise
     except (Exception, SystemExit) as error:  # a failure importing a module's code is its own
-        raise ModuleFailed(f"import failed: {type(error).__name__}: {error}") from None
+        raise ModuleFailed(f"import failed: {describe_error(error)}") from None
     register = getattr(code, function, None)
     if not callable(register):
         raise ModuleFailed(f"entry {manifest.entry!r} names no function")

@@ -12,6 +12,7 @@ from application.ledger import save_with_retry
 from application.parts import Service
 from domain.resource import MAX_KIND, MAX_REF, Resource
 from domain.runlog import LogEntry
+from domain.values import text_problem
 from projections.queries import EntryRow
 
 log = logging.getLogger("runledger.reconcile")
@@ -122,7 +123,7 @@ class Reconciler(Service):
 
 
 def _valid_name(value: Any, limit: int) -> bool:
-    return isinstance(value, str) and 0 < len(value) <= limit
+    return type(value) is str and 0 < len(value) <= limit and text_problem(value) is None
 
 
 def _expire(entry: Resource, owner: str, now: datetime) -> list[Any]:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from application.answers import PerformDone, PerformFailed, parse_perform
 from application.deadline import call_with_deadline
 from application.errors import BadRequest
+from application.inputs import person
 from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger
 from application.modules import Action
@@ -24,6 +25,7 @@ from domain.progress import PhaseStatus, describe, ready_at, times
 from domain.run import Run
 from domain.spec import RunSpec
 from domain.step import MAX_STEP_ATTEMPTS, Step
+from domain.values import validation_problem
 
 log = logging.getLogger("runledger.runs")
 
@@ -47,9 +49,7 @@ def parse_spec(document: str | dict[str, Any]) -> RunSpec:
     except json.JSONDecodeError as error:
         raise BadRequest(f"the spec is not valid JSON: {error}") from None
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "spec"
-        raise BadRequest(f"{where}: {first['msg']}") from None
+        raise BadRequest(validation_problem(error, whole="spec")) from None
 
 
 class Runs(Service):
@@ -77,8 +77,7 @@ class Runs(Service):
 
     def advance(self, run_id: UUID, by: str) -> str:
         """A person advances the current phase once its steps are done."""
-        if not by.strip():
-            raise BadRequest("advancing a phase needs the name of the person who asked")
+        person(by, "advancing a phase")
         run, spec = self._load(run_id)
         phase = spec.phases[run.phase]
         steps = self._steps(run, run.phase)

@@ -1,21 +1,26 @@
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from domain.values import storable, storable_text
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_WAIT_S = 366 * 86_400  # a wait must stay a time the calendar can hold
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+Text = Annotated[str, AfterValidator(storable_text)]
 
 
 class StepSpec(_Spec):
     id: str = Field(pattern=NAME)
-    action: str = Field(min_length=1, max_length=128)
-    params: dict[str, Any] = {}
+    action: Text = Field(min_length=1, max_length=128)
+    params: Annotated[dict[str, Any], AfterValidator(storable)] = {}
 
 
 class PhaseSpec(_Spec):
@@ -30,7 +35,7 @@ class PhaseSpec(_Spec):
 class RunSpec(_Spec):
     """What a run executes: ordered phases, each a list of steps."""
 
-    name: str = Field(min_length=1, max_length=200)
+    name: Text = Field(min_length=1, max_length=200)
     phases: list[PhaseSpec] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ work unchanged — several times faster than the library's per-object decoding h
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import orjson
@@ -50,12 +51,21 @@ def lazy_event(
     transcodings: dict[str, Transcoding],
 ) -> Any:
     event = object.__new__(lazy_class(topic, transcodings))
-    raw = orjson.loads(state)
+    raw = parse_state(state)
     fields = event.__dict__
     # Plain values need no reviving: only typed and nested ones wait for first access.
     fields.update({k: v for k, v in raw.items() if type(v) in _PLAIN})
     fields.update(_raw=raw, originator_id=originator_id, originator_version=version)
     return event
+
+
+def parse_state(state: bytes) -> Any:
+    """An event's stored JSON. Events written before NaN and huge integers were refused hold
+    what orjson rejects; the standard parser still reads them, so they never stop a reader."""
+    try:
+        return orjson.loads(state)
+    except orjson.JSONDecodeError:
+        return json.loads(state)
 
 
 def revive(value: Any, transcodings: dict[str, Transcoding]) -> Any:

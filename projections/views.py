@@ -13,6 +13,7 @@ from domain.resource import Resource
 from domain.run import Run
 from domain.runlog import LogEntry
 from domain.step import MAX_STEP_ATTEMPTS, Step
+from domain.values import written_out
 from projections.backend import Backend, Cursor, chunks
 
 Row = dict[str, Any]
@@ -27,6 +28,12 @@ def _require(row: Row | None, event: Any) -> Row:
     if row is None:
         raise ProjectionError(f"{type(event).__qualname__} for {event.originator_id} has no row")
     return row
+
+
+def cells(values: list[Any]) -> list[Any]:
+    """A row as every engine takes it. Events stored before values were checked at the edge may
+    hold a NUL, which PostgreSQL text refuses: it is written out, never a reason to stop."""
+    return [written_out(v) if type(v) is str else v for v in values]
 
 
 def epoch(moment: datetime | None) -> float | None:
@@ -87,7 +94,7 @@ class RowView(EventView):
     def _store(self, backend: Backend, cursor: Cursor, rows: list[Row]) -> None:
         backend.upsert(
             cursor, self.table, self.columns, self.key,
-            [[row[c] for c in self.columns] for row in rows],
+            [cells([row[c] for c in self.columns]) for row in rows],
         )
 
 
@@ -317,7 +324,7 @@ class RunLogView(EventView):
                 "INSERT INTO {rl_run_log} (position, run_id, at, kind, detail) "
                 "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
             ),
-            [[position, *self.line(event)] for position, event in events],
+            [cells([position, *self.line(event)]) for position, event in events],
         )
 
     @staticmethod
