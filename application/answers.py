@@ -90,7 +90,7 @@ class ApplyDone(_Answer):
 
 class ReconcileAnswer(_Answer):
     ok: IsTrue
-    in_force: list[str]
+    in_force: list[StoredText]
 
 
 @dataclass(frozen=True)

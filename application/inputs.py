@@ -10,7 +10,7 @@ MAX_NAME = 200
 
 def person(by: str, asking: str) -> str:
     """The name of the person who asked, or BadRequest saying what needs it."""
-    if not isinstance(by, str) or not by.strip():
+    if isinstance(by, str) and not by.strip():
         raise BadRequest(f"{asking} needs the name of the person who asked")
     return check_text(by, "by", limit=MAX_NAME)
 

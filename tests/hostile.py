@@ -1,0 +1,176 @@
+"""Values an unkind module, author or operator may send, and a module that sends them.
+
+``UNSTORABLE`` values must never reach an event (refused, or read as a malformed answer);
+``ODD`` values are ordinary text that must be stored as they are and shown literally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from hypothesis import strategies as st
+
+from application.bootstrap import Runledger
+from application.modules import Registry
+from projections.rebuild import rebuild
+
+MODULE = "hostile"
+ACTION = "hostile.thing"
+LEASE = "hostile.weather"
+
+
+class Unprintable(Exception):
+    """An exception whose message cannot be read."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no message for you")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr either")
+
+
+class Unshowable:
+    def __str__(self) -> str:
+        raise RuntimeError("cannot show")
+
+    __repr__ = __str__
+
+
+class Treacherous(dict[str, Any]):
+    """A dict that raises whenever core looks at it the usual way."""
+
+    def get(self, *_: Any, **__: Any) -> Any:
+        raise RuntimeError("get refused")
+
+    def __getitem__(self, _: Any) -> Any:
+        raise RuntimeError("getitem refused")
+
+    def keys(self) -> Any:
+        raise RuntimeError("keys refused")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("iter refused")
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    node = top
+    for _ in range(levels):
+        node["k"] = {}
+        node = node["k"]
+    return top
+
+
+def unstorable() -> dict[str, Any]:
+    """Fresh each time: a generator can be read once."""
+    return {
+        "NaN": float("nan"),
+        "Infinity": float("inf"),
+        "-Infinity": float("-inf"),
+        "NUL": "nul\x00byte",
+        "lone surrogate": "bad\ud800",
+        "1 MB string": "x" * 1_000_000,
+        "10,000 deep": _deep(10_000),
+        "bytes": b"\x00\xff",
+        "generator": (i for i in range(3)),
+        "unshowable object": Unshowable(),
+        "huge integer": 10**30,
+    }
+
+
+ODD: dict[str, str] = {
+    "markup closing nothing": "[/] oops",
+    "markup colour": "[bold red]ALERT[/bold red]",
+    "html": "<script>alert(1)</script>",
+    "terminal escape": "\x1b[31mred\x1b[0m",
+}
+
+
+def odd_values() -> st.SearchStrategy[Any]:
+    """Hypothesis: anything JSON-ish, with the non-finite numbers, NULs and surrogates mixed in."""
+    texts = st.text(alphabet=st.characters(codec=None), max_size=40) | st.sampled_from(
+        ["\x00", "\ud800", "[/]", "[bold]x[/bold]", "<b>", "\x1b[2J"]
+    )
+    scalars = (
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | texts
+        | st.binary(max_size=8)
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
+        max_leaves=12,
+    )
+
+
+@dataclass
+class HostileModule:
+    """A module whose every answer is scripted per run: ``answers[run_id][verb]`` answers."""
+
+    answers: dict[str, dict[str, Callable[[], Any]]] = field(default_factory=dict)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    world: dict[str, Any] = field(default_factory=dict)
+
+    def install(self, registry: Registry) -> None:
+        module = registry.module(MODULE)
+        module.action(ACTION, perform=self._verb("perform"), revert=self._verb("revert"),
+                      reconcile=self._verb("reconcile"), budget_ms=2_000)
+        module.lease(LEASE, apply=self._verb("apply"), restore=self._verb("restore"))
+
+    def script(self, run_id: UUID, verb: str, answer: Callable[[], Any]) -> None:
+        self.answers.setdefault(str(run_id), {})[verb] = answer
+
+    def _verb(self, verb: str) -> Callable[..., Any]:
+        def call(**kwargs: Any) -> Any:
+            run_id = str(kwargs.get("run_id"))
+            self.calls.append((run_id, verb))
+            scripted = self.answers.get(run_id, {}).get(verb)
+            if scripted is not None:
+                return scripted()
+            return self._plain(verb, kwargs)
+
+        return call
+
+    def _plain(self, verb: str, kwargs: dict[str, Any]) -> Any:
+        if verb == "perform":
+            key = kwargs["idempotency_key"]
+            return {"ok": True, "resources": [{"kind": "thing", "ref": f"{key}/1"}]}
+        if verb == "apply":
+            return {"ok": True, "baseline": "clear", "applied": kwargs["value"]}
+        if verb == "reconcile":
+            return {"ok": True, "in_force": [r["ref"] for r in kwargs["resources"]]}
+        return {"ok": True}
+
+
+def thing_spec(name: str = "hostile walk", **params: Any) -> dict[str, Any]:
+    return {"name": name, "phases": [{"id": "p", "advance": "manual", "steps": [
+        {"id": "s", "action": ACTION, "params": params}]}]}
+
+
+def lease_spec(target: str, name: str = "hostile lease") -> dict[str, Any]:
+    return {"name": name, "phases": [{"id": "p", "advance": "manual", "steps": [
+        {"id": "l", "action": "core.lease",
+        "params": {"lease": LEASE, "target": target, "value": "storm", "duration_s": 600}}]}]}
+
+
+def every_run(rl: Runledger) -> list[UUID]:
+    with rl.backend.transaction(commit=False) as cursor:
+        cursor.execute(rl.backend.sql("SELECT run_id FROM {rl_runs} ORDER BY started_at"))
+        return [UUID(row["run_id"]) for row in cursor.fetchall()]
+
+
+def still_works(rl: Runledger) -> None:
+    """Every reader and the tick still work for every run, and a rebuild equals the live tables."""
+    rl.projector.catch_up()
+    runs = every_run(rl)
+    assert len(rl.queries.runs(runs, rl.clock(), rl.settings.max_revert_attempts)) == len(runs)
+    for run in runs:
+        rl.queries.log(run)
+        rl.queries.unresolved_entries(run)
+        rl.runs.describe(run)
+        rl.history.replay(run, None, None)
+    rl.runner("still-works").tick()
+    report = rebuild(rl.app, rl.backend, None, verify=True)
+    assert report.differences == []
