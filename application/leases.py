@@ -107,7 +107,7 @@ class CoreLease:
         run = self._get(run_id)
         if not isinstance(run, Run) or run.spec is None:
             return Verdict("terminal", "core.lease ran outside a spec; its target is unknown")
-        params = RunSpec.model_validate(run.spec).step(step)[1].params
+        params = RunSpec.stored(run.spec).step(step)[1].params
         lease_id, target = str(params.get("lease")), str(params.get("target"))
         found = self._get(Reservation.create_id(lease_id, target))
         if not isinstance(found, Reservation) or found.key != key or found.values is None:

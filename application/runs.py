@@ -225,10 +225,10 @@ class Runs(Service):
         run = self.ledger.get_run(run_id)
         if run.spec is None:
             raise BadRequest(f"run {run_id} was not started from a spec")
-        return run, RunSpec.model_validate(run.spec)
+        return run, RunSpec.stored(run.spec)
 
     def _steps(self, run: Run, phase: int) -> list[Step]:
-        spec = RunSpec.model_validate(run.spec)
+        spec = RunSpec.stored(run.spec)
         ids = [Step.create_id(run.id, s.id) for s in spec.phases[phase].steps]
         loaded = self.streams.load(Step, ids)
         return [loaded[i] for i in ids if i in loaded]

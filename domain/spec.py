@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from domain.values import storable, storable_text
 
@@ -14,13 +14,24 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-Text = Annotated[str, AfterValidator(storable_text)]
+def _incoming(check: Any) -> Any:
+    """The edge's value rule, for a spec coming in; a spec read back from the store was checked
+    when it came in (or by an earlier version's rules), and must always read."""
+
+    def validate(value: Any, info: ValidationInfo) -> Any:
+        return value if info.context == STORED else check(value)
+
+    return AfterValidator(validate)
+
+
+STORED = {"stored": True}
+Text = Annotated[str, _incoming(storable_text)]
 
 
 class StepSpec(_Spec):
     id: str = Field(pattern=NAME)
     action: Text = Field(min_length=1, max_length=128)
-    params: Annotated[dict[str, Any], AfterValidator(storable)] = {}
+    params: Annotated[dict[str, Any], _incoming(storable)] = {}
 
 
 class PhaseSpec(_Spec):
@@ -43,6 +54,10 @@ class RunSpec(_Spec):
         _refuse_duplicates("phases", [p.id for p in self.phases])
         _refuse_duplicates("steps", [s.id for p in self.phases for s in p.steps])
         return self
+
+    @classmethod
+    def stored(cls, raw: Any) -> RunSpec:
+        return cls.model_validate(raw, context=STORED)
 
     def step(self, step_id: str) -> tuple[int, StepSpec]:
         for index, phase in enumerate(self.phases):
