@@ -8,12 +8,13 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from application.bootstrap import Runledger
 from application.errors import BadRequest
 from application.modules import Registry
 from domain.errors import DomainError
-from domain.values import text_problem
+from domain.values import text_problem, value_problem
 from tests.hostile import (
     ODD,
     HostileModule,
@@ -21,6 +22,7 @@ from tests.hostile import (
     Unprintable,
     Unshowable,
     lease_spec,
+    odd_values,
     still_works,
     thing_spec,
     unstorable,
@@ -315,3 +317,45 @@ def test_a_module_s_reconcile_request_never_raises_into_the_module(
     assert events.reconcile() is None
     assert events.expired(kind=Unshowable(), ref="r") == {"expired": 0}
 
+
+
+# --- any value at all (Hypothesis) ---------------------------------------------------------
+
+SOME = settings(max_examples=25, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@SOME
+@given(value=odd_values())
+def test_a_perform_answer_naming_any_payload_is_stored_as_given_or_a_readable_retry(
+    rl: Runledger, module: HostileModule, value: Any
+) -> None:
+    run = rl.runs.start(thing_spec())
+    module.script(run, "perform", lambda: _named(payload={"n": value}))
+    rl.runner("w").tick()
+    step = the_step(rl, run, "s")
+    if value_problem(value) is None:
+        assert step.state == "done"
+        [named] = [e for e in rl.queries.entries(run) if e.kind == "t"]
+        assert named.payload == {"n": value}
+    else:
+        assert step.state != "done"
+        readable(step.last_error)
+
+
+@SOME
+@given(value=odd_values())
+def test_no_odd_revert_answer_reads_as_given_back_unless_it_says_ok(
+    rl: Runledger, module: HostileModule, value: Any
+) -> None:
+    run = rl.runs.start(thing_spec())
+    rl.runner("w").tick()
+    module.script(run, "revert", lambda: value)
+    rl.ledger.abort_run(run, "give it back")
+    rl.runner("w").tick()
+    left = rl.queries.unresolved_entries(run)
+    if not left:
+        assert isinstance(value, dict) and value.get("ok") is True
+        assert value.get("drifted") is not True
+    else:
+        readable(left[0].last_error)
