@@ -18,7 +18,8 @@ def run_cli(
     environ.update(env or {})
     environ["COLUMNS"] = "200"
     return subprocess.run(
-        [*RUNLEDGER, *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120
+        [*RUNLEDGER, *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120,
+        errors="backslashreplace",  # bytes that are not UTF-8 stay visible to the assertions
     )
 
 
