@@ -47,10 +47,12 @@ def test_a_cycle_is_unreadable_rather_than_endless() -> None:
         plain(loop)
 
 
-def test_a_frozen_clock_s_datetime_is_a_plain_datetime() -> None:
+def test_a_frozen_clock_s_datetime_is_copied_as_a_datetime() -> None:
     with freeze_time("2026-12-02T12:00:00Z"):
-        copied = plain({"until": datetime.now(UTC)})
-    assert type(copied["until"]) is datetime
+        now = datetime.now(UTC)
+        copied = plain({"until": now})
+    assert copied["until"] == datetime(2026, 12, 2, 12, tzinfo=UTC)
+    assert copied["until"] is not now
 
 
 def test_an_exception_whose_message_raises_is_still_described() -> None:
