@@ -21,7 +21,7 @@ from pydantic import (
 from application.deadline import Malformed, Outcome, Raised, Returned, TimedOut
 from application.plain import describe_error
 from domain.resource import MAX_KIND, MAX_REF
-from domain.values import safe_text, storable, storable_text, validation_problem, value_problem
+from domain.values import made_storable, storable, storable_text, validation_problem, value_problem
 
 log = logging.getLogger("runledger.answers")
 T = TypeVar("T")
@@ -103,7 +103,7 @@ class Verdict:
 
 def _show(value: Any) -> str:
     """An answer as a person reads it; answers are plain data by now, so this cannot raise."""
-    return safe_text(json.dumps(value, default=repr), 120)
+    return made_storable(json.dumps(value, default=repr), 120)
 
 
 def _parse(model: type[_Answer], raw: Any) -> Any:
@@ -162,11 +162,11 @@ def _classify_revert(outcome: Outcome, what: str) -> Verdict:
             current=drift.current,
         )
     if (done := _parse(RevertDone, raw)) is not None:
-        return Verdict("done", failed=frozenset(safe_text(ref) for ref in done.failed))
+        return Verdict("done", failed=frozenset(made_storable(ref) for ref in done.failed))
     if (refused := _parse(RevertRefused, raw)) is not None:
-        return Verdict("terminal", safe_text(refused.error))
+        return Verdict("terminal", made_storable(refused.error))
     if isinstance(raw, dict) and isinstance(raw.get("error"), str) and raw.get("ok") is False:
-        return Verdict("retry", safe_text(raw["error"]))
+        return Verdict("retry", made_storable(raw["error"]))
     return Verdict("retry", f"{what} answered {_show(raw)}, which is not a revert answer")
 
 
@@ -192,9 +192,9 @@ def _parse_perform(outcome: Outcome, what: str) -> PerformDone | PerformFailed:
         except ValidationError as error:
             return PerformFailed(f"{what} named a malformed resource: {validation_problem(error)}")
     if (refused := _parse(RevertRefused, raw)) is not None:
-        return PerformFailed(safe_text(refused.error), final=True)
+        return PerformFailed(made_storable(refused.error), final=True)
     if isinstance(raw, dict) and isinstance(raw.get("error"), str):
-        return PerformFailed(safe_text(raw["error"]))
+        return PerformFailed(made_storable(raw["error"]))
     return PerformFailed(f"{what} answered {_show(raw)}, which is not a perform answer")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from domain.values import MAX_DEPTH, MAX_NODES, safe_text
+from domain.values import MAX_DEPTH, MAX_NODES, made_storable
 
 
 class Unreadable(ValueError):
@@ -49,7 +49,7 @@ def _copy(value: Any, where: str, depth: int, budget: list[int]) -> Any:
             if not issubclass(type(key), str):
                 raise Unreadable(f"{where} has a key that is not text: a {type(key).__name__}")
             name = str.__str__(key)
-            copied[name] = _copy(item, f"{where}.{safe_text(name, 40)}", depth + 1, budget)
+            copied[name] = _copy(item, f"{where}.{made_storable(name, 40)}", depth + 1, budget)
         return copied
     if issubclass(kind, list):
         items: Any = list.__iter__(value)
@@ -69,5 +69,5 @@ def describe_error(error: BaseException) -> str:
             raise TypeError
         text = str.__str__(text)
     except BaseException:  # a module's exception is module code too
-        return safe_text(f"{name} (its message could not be read)")
-    return safe_text(f"{name}: {text}" if text else name)
+        return made_storable(f"{name} (its message could not be read)")
+    return made_storable(f"{name}: {text}" if text else name)

@@ -96,7 +96,7 @@ def check_text(text: Any, where: str, *, limit: int = MAX_TEXT, empty: bool = Tr
     return text
 
 
-def safe_text(text: str, limit: int = MAX_SHOWN) -> str:
+def made_storable(text: str, limit: int = MAX_SHOWN) -> str:
     """Display-only text made storable: NUL and lone surrogates written out, length bounded."""
     if len(text) > limit:
         text = text[: limit - 1] + "…"
