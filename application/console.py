@@ -85,7 +85,9 @@ def _show_left(console: Console, rl: Runledger, run: RunRow, limit: int) -> None
         console.print(Text.assemble("  ", ("left:", "red"), f" {_left(entry)}"))
     more = run.unresolved - len(entries)
     if more > 0:
-        console.print(Text(f"  … {more:,} more unresolved entries; use --limit", style="dim"))
+        entries_word = "entry" if more == 1 else "entries"
+        console.print(Text(f"  … {more:,} more unresolved {entries_word}; use --limit",
+                           style="dim"))
 
 
 def _left(entry: EntryRow) -> str:
