@@ -15,20 +15,26 @@ from uuid import UUID
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from application import operator_cli
 from application.bootstrap import Runledger, bootstrap, init_store
-from application.console import show_runs
+from application.console import LOG_LINES, show_runs
 from application.demo import run_demo
-from application.errors import RunledgerError
+from application.display import safe_text
+from application.errors import BadRequest, NotFound, RunledgerError
+from application.operator_cli import moment, within
 from application.sandbox import SandboxWorld
 from application.settings import Settings
 from domain.errors import DomainError
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
-console = Console(highlight=False)
+# No string printed is ever read as markup or emoji codes: styles come from rich.text.Text only.
+console = Console(highlight=False, markup=False, emoji=False)
 T = TypeVar("T")
+MAX_RUNS = 1_000
+MAX_LOG_LINES = 10_000
 
 
 def _guarded(action: Callable[[], T]) -> T:
@@ -56,13 +62,16 @@ def demo() -> None:
     settings = settings.model_copy(update={"module_settings": budget})
     where = _guarded(lambda: init_store(settings))
     with _guarded(lambda: bootstrap(settings)) as rl:
-        console.print(f"[bold]runledger demo[/] on the {where}, with the sandbox world\n")
+        console.print(Text.assemble(("runledger demo", "bold"),
+                                    f" on the {safe_text(where)}, with the sandbox world\n"))
         run_demo(rl, console)
 
 
 @app.command()
-def runs(limit: Annotated[int, typer.Option(help="how many runs")] = 20) -> None:
+def runs(limit: Annotated[int, typer.Option(help=f"how many runs, at most {MAX_RUNS:,}")] = 20
+         ) -> None:
     """List recent runs with their cleanup status."""
+    _guarded(lambda: within("--limit", limit, MAX_RUNS))
     with _open() as rl:
         rl.projector.catch_up()
         ids = _recent_runs(rl, limit)
@@ -73,14 +82,23 @@ def runs(limit: Annotated[int, typer.Option(help="how many runs")] = 20) -> None
 
 
 @app.command()
-def log(run_id: UUID) -> None:
-    """Show one run's log."""
+def log(
+    run_id: UUID,
+    limit: Annotated[int, typer.Option(help="show the last N lines")] = LOG_LINES,
+    since: Annotated[str | None, typer.Option(help="only lines from this ISO time on")] = None,
+) -> None:
+    """Show one run's log: its last lines, and what is left to give back."""
+    _guarded(lambda: within("--limit", limit, MAX_LOG_LINES))
+    start = _guarded(lambda: moment("--since", since))
     with _open() as rl:
         rl.projector.catch_up()
-        if rl.queries.run(run_id, rl.clock(), rl.settings.max_revert_attempts) is None:
-            console.print(f"[red]runledger:[/] no run {run_id}")
-            raise typer.Exit(2)
-        show_runs(console, rl, [run_id], with_log=True)
+        _guarded(lambda: _known_run(rl, run_id))
+        show_runs(console, rl, [run_id], with_log=True, limit=limit, since=start)
+
+
+def _known_run(rl: Runledger, run_id: UUID) -> None:
+    if rl.queries.run(run_id, rl.clock(), rl.settings.max_revert_attempts) is None:
+        raise NotFound(f"no run {run_id}")
 
 
 def _open() -> Runledger:
@@ -94,10 +112,14 @@ def modules() -> None:
         table = Table("module", "site", "status", "actions", "leases", "reason", title="Modules")
         for m in rl.modules:
             style = "green" if m.status == "loaded" else "red"
-            table.add_row(m.name or f"({Path(m.folder).name})", m.site or "",
-                          f"[{style}]{m.status}[/]", ", ".join(m.actions), ", ".join(m.leases),
-                          m.reason or "")
+            table.add_row(safe_text(m.name or f"({Path(m.folder).name})"), safe_text(m.site or ""),
+                          Text(safe_text(m.status), style=style), _listed(m.actions),
+                          _listed(m.leases), safe_text(m.reason or ""))
         console.print(table)
+
+
+def _listed(values: list[str]) -> str:
+    return safe_text(", ".join(safe_text(v) for v in values))
 
 
 sandbox_app = typer.Typer(help="Look at and break the sandbox world.", no_args_is_help=True)
@@ -115,9 +137,9 @@ def sandbox_show() -> None:
     """What is in the sandbox world now."""
     world = _world()
     for ref, thing in world.things().items():
-        console.print(f"{thing['kind']:<10} {ref}")
-    console.print(f"weather:north = {world.value('weather:north')}, "
-                  f"weather:south = {world.value('weather:south')}")
+        console.print(f"{safe_text(thing['kind']):<10} {safe_text(ref)}")
+    console.print(f"weather:north = {safe_text(world.value('weather:north'))}, "
+                  f"weather:south = {safe_text(world.value('weather:south'))}")
 
 
 @sandbox_app.command("fault")
@@ -128,25 +150,28 @@ def sandbox_fault(
     value: Annotated[str, typer.Argument(help="a JSON value: a count, seconds, a list")] = "true",
 ) -> None:
     """Inject a fault into the sandbox's module."""
+    _guarded(lambda: _set_fault(scope, knob, value))
+    console.print(f"{safe_text(scope)}: {safe_text(knob)} = {safe_text(value)}")
+
+
+def _set_fault(scope: str, knob: str, value: str) -> None:
     try:
         _world().set_fault(scope, knob, json.loads(value))
-    except (ValueError, json.JSONDecodeError) as error:
-        console.print(f"[red]runledger:[/] {error}")
-        raise typer.Exit(2) from None
-    console.print(f"{scope}: {knob} = {value}")
+    except ValueError as error:  # json.JSONDecodeError is one
+        raise BadRequest(safe_text(error)) from None
 
 
 @sandbox_app.command("set")
 def sandbox_set(target: str, value: str) -> None:
     """Change a world property as somebody else would (weather:north storm)."""
     _world().set_value(target, value)
-    console.print(f"{target} = {value}")
+    console.print(f"{safe_text(target)} = {safe_text(value)}")
 
 
 @sandbox_app.command("vanish")
 def sandbox_vanish(ref: str) -> None:
     """Make a thing disappear without telling core."""
-    console.print("gone" if _world().vanish(ref) else f"no {ref} in the world")
+    console.print("gone" if _world().vanish(ref) else f"no {safe_text(ref)} in the world")
 
 
 @sandbox_app.command("restart")
@@ -170,9 +195,9 @@ def tick(worker: Annotated[str, typer.Option(help="this runner's name")] = "") -
     """Run one tick: the advance leg, then the cleanup leg."""
     with _open() as rl:
         report = rl.runner(worker or _default_worker()).tick()
-        console.print(f"advance: {report.advance}")
+        console.print(f"advance: {safe_text(report.advance)}")
         for run_id, summary in report.swept.items():
-            console.print(f"cleanup {run_id}: {summary}")
+            console.print(f"cleanup {run_id}: {safe_text(summary)}")
 
 
 @app.command()
@@ -187,16 +212,16 @@ def runner(
         signal.signal(signum, lambda *_: stop.set())
     with _open() as rl:
         name = worker or _default_worker()
-        console.print(f"runner {name} ticking every {interval:g}s")
+        console.print(f"runner {safe_text(name)} ticking every {interval:g}s")
         ticks = rl.runner(name).run(interval, stop)
-        console.print(f"runner {name} stopped after {ticks} ticks")
+        console.print(f"runner {safe_text(name)} stopped after {ticks} ticks")
 
 
 @app.command()
 def advance(run_id: UUID, by: Annotated[str, typer.Option(help="who asks")]) -> None:
     """Advance a run's current phase once its steps are done."""
     with _open() as rl:
-        console.print(_guarded(lambda: rl.runs.advance(run_id, by)))
+        console.print(safe_text(_guarded(lambda: rl.runs.advance(run_id, by))))
 
 
 @app.command()
@@ -208,7 +233,8 @@ def cancel(
     """Cancel a run, with cleanup or keeping everything in the world in your name."""
     with _open() as rl:
         kept = _guarded(lambda: rl.ledger.cancel_run(run_id, by, cleanup=cleanup))
-        console.print("cancelled" + ("" if cleanup else f"; {kept} entries kept by {by}"))
+        console.print("cancelled" + ("" if cleanup else f"; {kept} entries kept by "
+                                                          f"{safe_text(by)}"))
 
 
 @app.command()
@@ -224,7 +250,7 @@ def cleanup(run_id: UUID, by: Annotated[str, typer.Option(help="who asks")]) -> 
     """Ask again: reset the run's attempt counters and work it now."""
     with _open() as rl:
         summary = _guarded(lambda: rl.cleanup.manual_cleanup(run_id, by))
-        console.print(str(summary))
+        console.print(safe_text(summary))
 
 
 def _default_worker() -> str:
@@ -234,7 +260,8 @@ def _default_worker() -> str:
 def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
     with rl.backend.transaction(commit=False) as cursor:
         cursor.execute(
-            rl.backend.sql("SELECT run_id FROM {rl_runs} ORDER BY started_at DESC LIMIT %s"),
+            rl.backend.sql("SELECT run_id FROM {rl_runs} ORDER BY started_at DESC, run_id DESC "
+                           "LIMIT %s"),
             [limit],
         )
         return [UUID(row["run_id"]) for row in cursor.fetchall()][::-1]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import sys
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -13,10 +11,12 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from application.bootstrap import Runledger
+from application.display import json_text, safe_repr, safe_text
 from application.errors import BadRequest, NotFound
-from application.history import StepFrame, Stepping
+from application.history import Replay, StepFrame, Stepping
 from projections.rebuild import choose, rebuild
 
 STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
@@ -24,25 +24,26 @@ STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
                "kept": "bright_black", "live": "white", "placeholder": "cyan"}
 
 
-def _json(value: Any) -> str:
-    def default(o: Any) -> Any:
-        if dataclasses.is_dataclass(o) and not isinstance(o, type):
-            return dataclasses.asdict(o)
-        if isinstance(o, datetime | UUID):
-            return str(o)
-        return repr(o)
-
-    return json.dumps(value, default=default, indent=2)
-
-
-def _moment(text: str | None) -> datetime | None:
+def moment(option: str, text: str | None) -> datetime | None:
+    """An option's ISO 8601 time (UTC unless it says otherwise), or BadRequest naming it."""
     if text is None:
         return None
     try:
-        moment = datetime.fromisoformat(text)
+        found = datetime.fromisoformat(text)
     except ValueError:
-        raise BadRequest(f"--as-of {text!r} is not an ISO 8601 time") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        raise BadRequest(f"{option} {safe_repr(text)} is not an ISO 8601 time") from None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+
+def within(option: str, value: int, most: int) -> int:
+    """A count option between 1 and ``most``, or BadRequest naming it."""
+    if not 1 <= value <= most:
+        raise BadRequest(f"{option} must be between 1 and {most:,}; {value} was asked for")
+    return value
+
+
+def _styled(value: object, style: str) -> Text:
+    return Text(safe_text(value), style=style)
 
 
 def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> None:
@@ -57,23 +58,11 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
     ) -> None:
         """The audit trail of a run's cleanup, in store order."""
         with open_rl() as rl:
-            found = guarded(lambda: rl.history.replay(run_id, _moment(as_of), entry))
+            found = guarded(lambda: rl.history.replay(run_id, moment("--as-of", as_of), entry))
             if as_json:
-                print(_json(found))
+                print(json_text(found))
                 return
-            title = f"{found.name} {run_id}" + (f" as of {found.as_of}" if found.as_of else "")
-            table = Table("#", "time", "entry", "event", "actor", "outcome", title=title)
-            for line in found.lines:
-                style = STATE_STYLE.get(line.outcome, "white")
-                table.add_row(str(line.position), f"{line.at:%Y-%m-%d %H:%M:%S}", line.subject,
-                              line.event, line.actor or "", f"[{style}]{line.outcome}[/]")
-            console.print(table)
-            if found.as_of:
-                for state in found.entries:
-                    style = STATE_STYLE.get(state.state, "white")
-                    console.print(f"  {state.name}: [{style}]{state.state}[/], "
-                                  f"{state.attempts} attempts")
-            console.print(f"run {found.run_status}; cleanup status [bold]{found.cleanup_status}[/]")
+            _show_replay(console, run_id, found)
 
     @app.command()
     def projections() -> None:
@@ -96,7 +85,7 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
             try:
                 choose(names)
             except KeyError as error:
-                console.print(f"[red]runledger:[/] {error.args[0]}")
+                console.print(Text.assemble(("runledger:", "red"), f" {safe_text(error.args[0])}"))
                 raise typer.Exit(2) from None
             report = _rebuild(console, rl, names, verify)
             rate = f"{report.events:,} events in {report.seconds:.2f}s " \
@@ -111,9 +100,10 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
                 return
             table = Table("table", "key", "live", "rebuilt", title="Differences")
             for d in report.differences:
-                table.add_row(d.table, d.key, _json(d.live), _json(d.rebuilt))
+                table.add_row(safe_text(d.table), safe_text(d.key), safe_text(json_text(d.live)),
+                              safe_text(json_text(d.rebuilt)))
             console.print(table)
-            console.print(f"[red]{len(report.differences)} rows differ[/]")
+            console.print(Text(f"{len(report.differences)} rows differ", style="red"))
             raise typer.Exit(1)
 
     @app.command()
@@ -129,14 +119,33 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
             stepping = guarded(lambda: rl.history.step(entry_id, at))
             frames = stepping.frames[-1:] if at is not None else stepping.frames
             if as_json:
-                print(_json({"entry_id": entry_id, "name": stepping.name,
-                             "versions": stepping.total, "frames": frames}))
+                print(json_text({"entry_id": entry_id, "name": stepping.name,
+                                 "versions": stepping.total, "frames": frames}))
                 return
             if at is None and sys.stdin.isatty() and sys.stdout.isatty():
                 _interactive(console, rl, entry_id, stepping)
                 return
             for frame in frames:
                 _show_frame(console, stepping, frame)
+
+
+def _show_replay(console: Console, run_id: UUID, found: Replay) -> None:
+    title = f"{safe_text(found.name)} {run_id}" + (f" as of {found.as_of}" if found.as_of else "")
+    table = Table("#", "time", "entry", "event", "actor", "outcome", title=Text(title))
+    for line in found.lines:
+        table.add_row(str(line.position), f"{line.at:%Y-%m-%d %H:%M:%S}", safe_text(line.subject),
+                      safe_text(line.event), safe_text(line.actor or ""),
+                      _styled(line.outcome, STATE_STYLE.get(line.outcome, "white")))
+    console.print(table)
+    if found.as_of:
+        for state in found.entries:
+            console.print(Text.assemble(
+                f"  {safe_text(state.name)}: ",
+                _styled(state.state, STATE_STYLE.get(state.state, "white")),
+                f", {state.attempts} attempts",
+            ))
+    console.print(Text.assemble(f"run {safe_text(found.run_status)}; cleanup status ",
+                                _styled(found.cleanup_status, "bold")))
 
 
 def _rebuild(console: Console, rl: Runledger, names: list[str] | None, verify: bool) -> Any:
@@ -167,40 +176,42 @@ def _entry_named(rl: Runledger, text: str) -> UUID:
     rl.projector.catch_up()
     found = rl.queries.entries_named(text)
     if not found:
-        raise NotFound(f"no ledger entry named {text!r}")
+        raise NotFound(f"no ledger entry named {safe_repr(text)}")
     if len(found) > 1:
         names = ", ".join(f"{e.entry_id} (run {e.run_id})" for e in found[:5])
-        raise BadRequest(f"{len(found)} entries are named {text!r}; pass one id: {names}")
+        raise BadRequest(f"{len(found)} entries are named {safe_repr(text)}; pass one id: {names}")
     return found[0].entry_id
 
 
 def _show_frame(console: Console, stepping: Stepping, frame: StepFrame) -> None:
-    console.rule(f"{stepping.name} — version {frame.version} of {stepping.total}: {frame.event} "
-                 f"at {frame.at:%Y-%m-%d %H:%M:%S}")
+    console.rule(Text(f"{safe_text(stepping.name)} — version {frame.version} of {stepping.total}: "
+                      f"{safe_text(frame.event)} at {frame.at:%Y-%m-%d %H:%M:%S}"))
     table = Table("field", "value", "changed from", box=None)
     for name, value in frame.state.items():
         if name in frame.changed:
-            table.add_row(f"[bold]{name}[/]", f"[yellow]{_show(value)}[/]",
+            table.add_row(_styled(name, "bold"), Text(_show(value), style="yellow"),
                           _show(frame.changed[name][0]))
         else:
-            table.add_row(name, _show(value), "")
+            table.add_row(safe_text(name), _show(value), "")
     console.print(table)
     last = frame.version == stepping.total
     if frame.values is not None and (frame.event == "Drifted" or last):
         values = Table("baseline", "applied", "current", title="who changed this, and when?")
-        values.add_row(*(repr(frame.values[k]) for k in ("baseline", "applied", "current")))
+        values.add_row(*(safe_repr(frame.values.get(k))
+                         for k in ("baseline", "applied", "current")))
         console.print(values)
 
 
 def _show(value: Any) -> str:
-    return value.isoformat() if isinstance(value, datetime) else repr(value)
+    return value.isoformat() if isinstance(value, datetime) else safe_repr(value)
 
 
 def _interactive(console: Console, rl: Runledger, entry_id: UUID, stepping: Stepping) -> None:
     index = 0
     while True:
         _show_frame(console, stepping, stepping.frames[index])
-        answer = console.input("[dim](n)ext (p)revious (j N) jump (q)uit:[/] ").strip().lower()
+        answer = console.input(Text("(n)ext (p)revious (j N) jump (q)uit: ", style="dim"))
+        answer = answer.strip().lower()
         if answer in ("q", "quit"):
             return
         if answer in ("", "n"):

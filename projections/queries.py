@@ -160,9 +160,21 @@ class Queries:
         rows = self._rows("SELECT * FROM {rl_resources} WHERE entry_id = %s", [str(entry_id)])
         return EntryRow.of(rows[0]) if rows else None
 
-    def log(self, run_id: UUID) -> list[LogLine]:
+    def log(
+        self, run_id: UUID, *, limit: int | None = None, since: datetime | None = None
+    ) -> list[LogLine]:
+        """A run's log in store order: its last ``limit`` lines at or after ``since``."""
+        since_clause = "AND at >= %s" if since is not None else ""
+        limit_clause = "LIMIT %s" if limit is not None else ""
+        params: list[Any] = [str(run_id)]
+        params += [since.timestamp()] if since is not None else []
+        params += [limit] if limit is not None else []
+        # The last lines are read newest first through the (run_id, position) index, then put
+        # back in store order, so a run of 10,000 lines costs what a run of 200 does.
         rows = self._rows(
-            "SELECT * FROM {rl_run_log} WHERE run_id = %s ORDER BY position", [str(run_id)]
+            f"""SELECT * FROM (SELECT * FROM {{rl_run_log}} WHERE run_id = %s {since_clause}
+                ORDER BY position DESC {limit_clause}) t ORDER BY position""",
+            params,
         )
         return [
             LogLine(
@@ -172,6 +184,12 @@ class Queries:
             )
             for row in rows
         ]
+
+    def log_size(self, run_id: UUID) -> int:
+        """How many lines a run's log holds."""
+        rows = self._rows("SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s",
+                          [str(run_id)])
+        return int(rows[0]["n"])
 
     def candidate_runs(self, now: datetime, max_attempts: int, limit: int) -> list[UUID]:
         """Runs with something the sweep may work now: terminal runs with retryable entries,
