@@ -42,7 +42,6 @@ def commands(run: str, value: str) -> list[list[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="printing escapes markup once the screens work lands", strict=False)
 def test_hostile_arguments_to_every_command_never_end_in_a_traceback(
     tmp_path: Path, store_url: str
 ) -> None:
