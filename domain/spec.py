@@ -6,6 +6,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_WAIT_S = 366 * 86_400  # a wait must stay a time the calendar can hold
+# A run's steps are loaded and walked on every tick of its phase: the caps keep that work small.
+MAX_PHASES = 100
+MAX_STEPS = 1_000
 
 
 class _Spec(BaseModel):
@@ -22,7 +25,7 @@ class PhaseSpec(_Spec):
     """Ordered steps, and when the phase may advance once they are done."""
 
     id: str = Field(pattern=NAME)
-    steps: list[StepSpec] = Field(min_length=1)
+    steps: list[StepSpec] = Field(min_length=1, max_length=MAX_STEPS)
     advance: Literal["manual", "auto"] = "auto"
     after_s: float = Field(0, ge=0, le=MAX_WAIT_S)
 
@@ -31,7 +34,7 @@ class RunSpec(_Spec):
     """What a run executes: ordered phases, each a list of steps."""
 
     name: str = Field(min_length=1, max_length=200)
-    phases: list[PhaseSpec] = Field(min_length=1)
+    phases: list[PhaseSpec] = Field(min_length=1, max_length=MAX_PHASES)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> RunSpec:
