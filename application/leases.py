@@ -14,8 +14,8 @@ from application.deadline import call_with_deadline
 from application.modules import Action, Registry
 from application.settings import Settings
 from application.store import LedgerApp
-from domain.reservation import Reservation
-from domain.resource import MAX_REF, Resource
+from domain.reservation import Reservation, holds_target
+from domain.resource import LEASE_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
 from domain.run import Run
 from domain.spec import RunSpec
 
@@ -158,20 +158,23 @@ class CoreLease:
         return found
 
     def _held(self, reservation: Reservation, now: datetime) -> bool:
-        """A target stays held until its holder's lease is given back (or a person settles it),
-        so a new run never reads the old run's value as its baseline."""
+        """Whether the holder's lease still holds the target, so a new run never reads the old
+        run's value as its baseline: the rule is ``holds_target``'s."""
         if reservation.run_id is None:
             return False
-        entry = self._get(Resource.create_id(
-            reservation.run_id, (reservation.key or "").partition(":")[2], "override",
-            f"{reservation.lease}#{reservation.target}",
-        ))
-        if isinstance(entry, Resource):
-            return entry.unresolved
+        step = (reservation.key or "").partition(":")[2]
+        ref = f"{reservation.lease}#{reservation.target}"
+        entry = self._get(Resource.create_id(reservation.run_id, step, LEASE_KIND, ref))
+        if not isinstance(entry, Resource):
+            # No answer recorded: the dispatch's placeholder stands for it until given back.
+            entry = self._get(Resource.create_id(
+                reservation.run_id, step, PLACEHOLDER_KIND, reservation.key or ""
+            ))
         run = self._get(reservation.run_id)
-        return (
-            isinstance(run, Run) and not run.is_terminal
-            and reservation.until is not None and reservation.until > now
+        return holds_target(
+            entry.state if isinstance(entry, Resource) else None,
+            run_live=isinstance(run, Run) and not run.is_terminal,
+            until=reservation.until, now=now,
         )
 
     def _get(self, aggregate_id: UUID | None) -> object:

@@ -23,11 +23,12 @@ from application.parts import Parts, Service
 from domain.errors import RunNotRunning
 from domain.progress import PhaseStatus, describe, ready_at, times
 from domain.run import Run
-from domain.spec import RunSpec
+from domain.spec import MAX_PHASES, MAX_STEPS, RunSpec
 from domain.step import MAX_STEP_ATTEMPTS, Step
 from domain.values import validation_problem
 
 log = logging.getLogger("runledger.runs")
+MAX_SPEC_BYTES = 1 << 20
 
 
 @dataclass
@@ -43,13 +44,72 @@ class AdvanceReport:
 
 def parse_spec(document: str | dict[str, Any]) -> RunSpec:
     """A spec document (JSON text or a mapping), or BadRequest naming the field at fault."""
+    _refuse_oversized(document)
     try:
         raw = json.loads(document) if isinstance(document, str) else document
-        return RunSpec.model_validate(raw)
+        spec = RunSpec.model_validate(raw)
     except json.JSONDecodeError as error:
         raise BadRequest(f"the spec is not valid JSON: {error}") from None
     except ValidationError as error:
         raise BadRequest(validation_problem(error, whole="spec")) from None
+    _refuse_too_many(spec)
+    return spec
+
+
+def _refuse_too_many(spec: RunSpec) -> None:
+    def most(where: str, count: int, cap: int) -> None:
+        if count > cap:
+            raise BadRequest(
+                f"{where}: List should have at most {cap} items after validation, not {count}"
+            )
+
+    most("phases", len(spec.phases), MAX_PHASES)
+    for index, phase in enumerate(spec.phases):
+        most(f"phases.{index}.steps", len(phase.steps), MAX_STEPS)
+    steps = sum(len(phase.steps) for phase in spec.phases)
+    if steps > MAX_STEPS:
+        raise BadRequest(
+            f"phases: a spec may have at most {MAX_STEPS:,} steps in all; this one has {steps:,}"
+        )
+
+
+def _refuse_oversized(document: str | dict[str, Any]) -> None:
+    """Refuse a spec over MAX_SPEC_BYTES before any parsing: the size is what it costs."""
+    if isinstance(document, str):
+        # Every character is at least one byte: a long text is refused without encoding it.
+        size = len(document) if len(document) > MAX_SPEC_BYTES else (
+            len(document.encode("utf-8", "surrogatepass"))
+        )
+    else:
+        try:
+            size = len(json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        except (TypeError, ValueError, RecursionError):
+            return  # not JSON at all: validation names what is wrong with it
+    if size > MAX_SPEC_BYTES:
+        raise BadRequest(
+            f"the spec is {size:,} bytes; at most {MAX_SPEC_BYTES:,} bytes (1 MiB) are accepted"
+        )
+
+
+@dataclass
+class TickBudget:
+    """Steps a tick may still dispatch: EVENT_STEPS_PER_TICK in all, EVENT_STEPS_PER_RUN_TICK
+    for the run at hand. A step the budget does not reach is dispatched in a later tick."""
+
+    left: int
+    per_run: int
+    run_left: int = 0
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0
+
+    def allows(self) -> bool:
+        return not self.spent and self.run_left > 0
+
+    def spend(self) -> None:
+        self.left -= 1
+        self.run_left -= 1
 
 
 class Runs(Service):
@@ -60,6 +120,7 @@ class Runs(Service):
         self.ledger = ledger
         self.core_lease = core_lease
         self._after: UUID | None = None
+        self._first: list[UUID] = []
 
     def start(self, document: str | dict[str, Any], run_id: UUID | None = None) -> UUID:
         """Validate a spec against the loaded modules and start it; nothing is written if the
@@ -92,58 +153,80 @@ class Runs(Service):
         return describe(spec, run, {s.step_id: s for s in steps.values()}, self.clock())
 
     def advance_leg(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
-        """Dispatch due steps and move phases on, for every running run."""
+        """Dispatch due steps, within the tick's bounds, and move phases on."""
         self.projector.catch_up()
         report = AdvanceReport()
-        running = self._next_batch()
-        random.shuffle(running)  # several runners start at different runs
-        for run_id in running:
-            if stop is not None and stop.is_set():
+        budget = TickBudget(self.settings.steps_per_tick, self.settings.steps_per_run_tick)
+        order = self._order()
+        self._first = []
+        for index, run_id in enumerate(order):
+            if (stop is not None and stop.is_set()) or budget.spent:
+                # Runs this tick did not reach go first in the next, so none waits for ever.
+                self._first = order[index:] + self._first
                 break
             try:
-                self._advance_run(run_id, worker, report, stop)
+                if self._advance_run(run_id, worker, report, stop, budget):
+                    self._first.append(run_id)
             except (IntegrityError, RunNotRunning) as error:
                 log.debug("run %s moved under another runner: %s", run_id, error)
             except Exception:  # one run's failure must not stall the others
                 log.exception("advancing run %s failed; the leg goes on", run_id)
         return report
 
-    def _next_batch(self) -> list[UUID]:
-        """The next EVENT_RUN_BATCH running runs after the last tick's, wrapping round, so runs
-        that wait (for a person, for a long after_s) never starve the runs behind them."""
-        batch = self.settings.advance_run_batch
-        page = self.queries.running_runs_after(self._after, batch)
-        if len(page) < batch and self._after is not None:
-            page += [r for r in self.queries.running_runs(batch - len(page)) if r not in page]
+    def _order(self) -> list[UUID]:
+        """The runs a tick looks at: those the last tick did not reach, then the next page."""
+        first = self._first[: self.settings.advance_run_batch]
+        page = [r for r in self._next_batch(self.settings.advance_run_batch - len(first))
+                if r not in first]
+        random.shuffle(page)  # several runners start at different runs
+        return first + page
+
+    def _next_batch(self, size: int) -> list[UUID]:
+        """The next ``size`` running runs after the last tick's, wrapping round, so runs that
+        wait (for a person, for a long after_s) never starve the runs behind them."""
+        if size <= 0:
+            return []
+        page = self.queries.running_runs_after(self._after, size)
+        if len(page) < size and self._after is not None:
+            page += [r for r in self.queries.running_runs(size - len(page)) if r not in page]
         self._after = page[-1] if page else None
         return page
 
     def _advance_run(
-        self, run_id: UUID, worker: str, report: AdvanceReport, stop: threading.Event | None
-    ) -> None:
+        self, run_id: UUID, worker: str, report: AdvanceReport, stop: threading.Event | None,
+        budget: TickBudget,
+    ) -> bool:
+        """Advance one run; answers whether the tick's bound left due steps of it undispatched."""
         run, spec = self._load(run_id)
         if run.is_terminal:
-            return
+            return False
         report.runs += 1
+        budget.run_left = budget.per_run
+        cut_short = False
         steps = self._steps(run, run.phase)
         for step in steps:
             if stop is not None and stop.is_set():
-                return
+                return False
             self._settle_abandoned(step)
             if step.dispatchable(self.clock()):
-                self._dispatch(run, step, worker, report)
+                if budget.allows():
+                    if self._dispatch(run, step, worker, report):
+                        budget.spend()
+                else:
+                    cut_short = cut_short or budget.spent
             if step.gave_up:
                 # A step that cannot succeed aborts the run; the cleanup leg follows.
                 reason = f"step {step.step_id} failed {times(step.attempts)}: {step.last_error}"
                 self.ledger.abort_run(run.id, reason)
                 report.aborted += 1
-                return
+                return False
         phase = spec.phases[run.phase]
         when = ready_at(phase, steps)
         if when is not None and when <= self.clock():
             outcome = self._next_phase(run, spec, None)
             report.phases_advanced += outcome == "advanced"
             report.completed += outcome == "completed"
+        return cut_short
 
     def _settle_abandoned(self, step: Step) -> None:
         now = self.clock()
@@ -152,7 +235,8 @@ class Runs(Service):
             step.abandon(now)
             self.app.save(step)
 
-    def _dispatch(self, run: Run, step: Step, worker: str, report: AdvanceReport) -> None:
+    def _dispatch(self, run: Run, step: Step, worker: str, report: AdvanceReport) -> bool:
+        """Claim and perform one step; answers False when another runner took it first."""
         action = self.core_lease.action if step.action == CORE_LEASE else (
             self.registry.action(step.action)
         )
@@ -163,7 +247,7 @@ class Runs(Service):
         try:
             self.app.save(step)
         except IntegrityError:
-            return  # another runner took it
+            return False  # another runner took it
         report.dispatched += 1
         module = self._owner(step, action)
         # Record before confirm: the placeholder stands before the world is touched.
@@ -190,6 +274,7 @@ class Runs(Service):
             step.fail(worker, answer.error, self.clock(), final=answer.final)
             self.app.save(step)
             report.failed += 1
+        return True
 
     def _owner(self, step: Step, action: Action | None) -> str:
         """The module an entry belongs to: for a lease, the module that registers the lease."""

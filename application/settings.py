@@ -20,6 +20,8 @@ ENV_NAMES = {
     "cleanup_run_batch": "EVENT_CLEANUP_RUN_BATCH",
     "cleanup_groups_per_run": "EVENT_CLEANUP_GROUPS_PER_RUN",
     "advance_run_batch": "EVENT_RUN_BATCH",
+    "steps_per_run_tick": "EVENT_STEPS_PER_RUN_TICK",
+    "steps_per_tick": "EVENT_STEPS_PER_TICK",
     "lease_max_s": "EVENT_LEASE_MAX_S",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
@@ -34,6 +36,8 @@ class Settings(BaseModel, frozen=True):
     cleanup_run_batch: int = Field(10, ge=1)
     cleanup_groups_per_run: int = Field(25, ge=1)
     advance_run_batch: int = Field(50, ge=1)
+    steps_per_run_tick: int = Field(20, ge=1)
+    steps_per_tick: int = Field(50, ge=1)
     lease_max_s: int = Field(86_400, ge=1)
     default_budget_ms: int = Field(10_000, ge=1)
     claim_slack_s: float = Field(30.0, ge=0)

@@ -8,6 +8,22 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.errors import DomainError
 from domain.ids import natural_id
+from domain.resource import UNRESOLVED
+
+
+def holds_target(
+    entry_state: str | None, *, run_live: bool, until: datetime | None, now: datetime
+) -> bool:
+    """SPEC "Leases": a target is held while its lease is live or still being given back (a
+    failure a retry or a person may yet undo, a claim in flight, an answer core must still give
+    back); a lease that drifted (somebody else's value stands) or was kept no longer holds it.
+
+    ``entry_state`` is the holder's ledger entry for the lease, or None before it has one: then
+    only a live run inside its lease's ``until`` holds the target.
+    """
+    if entry_state is not None:
+        return entry_state in UNRESOLVED and entry_state != "drifted"
+    return run_live and until is not None and until > now
 
 
 class TargetHeld(DomainError):

@@ -8,6 +8,10 @@ from domain.values import storable, storable_text
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_WAIT_S = 366 * 86_400  # a wait must stay a time the calendar can hold
+# A run's steps are loaded and walked on every tick of its phase: the caps keep that work small.
+# They bound what comes in (parse_spec); a run stored before them still loads.
+MAX_PHASES = 100
+MAX_STEPS = 1_000
 
 
 class _Spec(BaseModel):

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from application.demo import FESTIVAL, PARADE
 
 RUNLEDGER = [sys.executable, "-c", "from application.cli import main; main()"]
 
@@ -23,13 +28,9 @@ def run_cli(
     )
 
 
-@pytest.mark.slow
-def test_the_demo_gives_back_what_it_can_and_shows_what_needs_a_person(tmp_path: Path) -> None:
-    done = run_cli("demo", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "runledger.sqlite3").exists()
+def assert_the_demo_story(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert (tmp_path / "sandbox.sqlite3").exists()
     assert "Phase gather: steps done, waiting for a person to advance it" in out
     assert "resource.expired" in out and "zone:arena" in out
     assert "cleanup.kept" in out and "by=alice" in out
@@ -38,10 +39,95 @@ def test_the_demo_gives_back_what_it_can_and_shows_what_needs_a_person(tmp_path:
     assert "attempted 2, reverted 2, remaining 0" in out
     assert "North weather: storm" in out
     assert "Traceback" not in out + done.stderr
-    listed = run_cli("runs", cwd=tmp_path)
-    assert listed.returncode == 0
-    for name in ("Harvest festival", "Night market", "Parade", "Duel at dusk"):
-        assert name in listed.stdout
+
+
+def statuses(folder: Path) -> list[tuple[str, str]]:
+    """(name, status) of every run ``runs`` lists, newest first."""
+    listed = run_cli("runs", "--limit", "100", cwd=folder)
+    assert listed.returncode == 0, listed.stdout
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]]
+            for line in listed.stdout.splitlines() if line.startswith("│")]
+    return [(cells[0], cells[1]) for cells in rows if len(cells) > 1]
+
+
+DEMO_RUNS = ("Harvest festival", "Night market", "Parade", "Duel at dusk")
+DEMO_ENDS = [("Harvest festival", "completed"), ("Night market", "completed"),
+             ("Parade", "cancelled"), ("Duel at dusk", "aborted")]
+
+
+@pytest.mark.slow
+def test_the_demo_gives_back_what_it_can_and_shows_what_needs_a_person(tmp_path: Path) -> None:
+    done = run_cli("demo", cwd=tmp_path)
+    assert_the_demo_story(done)
+    assert (tmp_path / "runledger.sqlite3").exists()
+    assert (tmp_path / "sandbox.sqlite3").exists()
+    assert sorted(statuses(tmp_path)) == sorted(DEMO_ENDS)
+
+
+def story(out: str) -> str:
+    """The demo's output without what differs between runs: ids, tags and times."""
+    out = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "ID", out)
+    out = re.sub(r"-[0-9a-f]{8}-", "-TAG-", out)
+    return re.sub(r"\d\d:\d\d:\d\d", "TIME", out)
+
+
+@pytest.mark.slow
+def test_the_demo_run_twice_in_one_folder_tells_the_same_story_and_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
+    first, second = run_cli("demo", cwd=tmp_path), run_cli("demo", cwd=tmp_path)
+    assert_the_demo_story(first)
+    assert_the_demo_story(second)
+    # The same lines, give or take the order of entries recorded in one save.
+    assert sorted(story(second.stdout).splitlines()) == sorted(story(first.stdout).splitlines())
+    assert sorted(statuses(tmp_path)) == sorted(DEMO_ENDS * 2)
+    assert "Left in the world: float-" in second.stdout
+    [left] = [line for line in second.stdout.splitlines() if line.startswith("Left in the world")]
+    assert left.count("float-") == 3  # this demo's floats, not the earlier one's too
+
+
+def start_spec(folder: Path, document: dict[str, Any]) -> str:
+    (folder / "spec.json").write_text(json.dumps(document))
+    started = run_cli("start", "spec.json", cwd=folder)
+    assert started.returncode == 0, started.stdout
+    return started.stdout.strip()
+
+
+@pytest.mark.slow
+def test_the_demo_first_ends_what_an_earlier_demo_left_running(tmp_path: Path) -> None:
+    # What a demo that stopped half-way leaves: its festival holding the north, its parade going.
+    assert run_cli("init", cwd=tmp_path).returncode == 0
+    for document in (FESTIVAL, PARADE):
+        start_spec(tmp_path, document)
+    assert run_cli("tick", cwd=tmp_path).returncode == 0
+    done = run_cli("demo", cwd=tmp_path)
+    assert_the_demo_story(done)
+    assert "An earlier demo stopped before its end: 2 runs it left running" in done.stdout
+    ends = statuses(tmp_path)
+    assert ("Harvest festival", "aborted") in ends and ("Parade", "aborted") in ends
+    assert "running" not in {status for _, status in ends}
+
+
+@pytest.mark.slow
+def test_the_demo_says_why_when_somebody_else_holds_the_north_and_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
+    assert run_cli("init", cwd=tmp_path).returncode == 0
+    mine = start_spec(tmp_path, {"name": "my storm", "phases": [
+        {"id": "hold", "advance": "manual", "steps": [
+            {"id": "storm", "action": "core.lease", "params": {
+                "lease": "sandbox.weather", "target": "north", "value": "hail",
+                "duration_s": 3600}}]}]})
+    assert run_cli("tick", cwd=tmp_path).returncode == 0
+    done = run_cli("demo", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "bea cannot: Phase gather has steps still to finish" in done.stdout
+    assert f"held by run {mine}" in done.stdout
+    ends = statuses(tmp_path)
+    assert ("my storm", "running") in ends
+    assert ("Harvest festival", "aborted") in ends  # its fog-north was refused three times
+    assert [s for _, s in ends].count("running") == 1
 
 
 def test_commands_on_a_store_that_was_never_initialised_say_so_in_one_line(
