@@ -27,6 +27,7 @@ from application.operator_cli import moment, within
 from application.sandbox import SandboxWorld
 from application.settings import Settings
 from domain.errors import DomainError
+from domain.values import check_text
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
@@ -126,6 +127,11 @@ sandbox_app = typer.Typer(help="Look at and break the sandbox world.", no_args_i
 app.add_typer(sandbox_app, name="sandbox")
 
 
+def _typed(name: str, text: str) -> str:
+    """An argument the sandbox's own SQLite file can hold; the world is a store too."""
+    return check_text(text, name)
+
+
 def _world() -> SandboxWorld:
     settings = _guarded(Settings.from_env)
     path = settings.module_settings.get("RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3")
@@ -164,14 +170,15 @@ def _set_fault(scope: str, knob: str, value: str) -> None:
 @sandbox_app.command("set")
 def sandbox_set(target: str, value: str) -> None:
     """Change a world property as somebody else would (weather:north storm)."""
-    _world().set_value(target, value)
+    _guarded(lambda: _world().set_value(_typed("TARGET", target), _typed("VALUE", value)))
     console.print(f"{safe_text(target)} = {safe_text(value)}")
 
 
 @sandbox_app.command("vanish")
 def sandbox_vanish(ref: str) -> None:
     """Make a thing disappear without telling core."""
-    console.print("gone" if _world().vanish(ref) else f"no {safe_text(ref)} in the world")
+    gone = _guarded(lambda: _world().vanish(_typed("REF", ref)))
+    console.print("gone" if gone else f"no {safe_text(ref)} in the world")
 
 
 @sandbox_app.command("restart")
@@ -194,7 +201,7 @@ def start(spec: Annotated[typer.FileText, typer.Argument(help="a JSON spec file,
 def tick(worker: Annotated[str, typer.Option(help="this runner's name")] = "") -> None:
     """Run one tick: the advance leg, then the cleanup leg."""
     with _open() as rl:
-        report = rl.runner(worker or _default_worker()).tick()
+        report = _guarded(lambda: rl.runner(worker or _default_worker())).tick()
         console.print(f"advance: {safe_text(report.advance)}")
         for run_id, summary in report.swept.items():
             console.print(f"cleanup {run_id}: {safe_text(summary)}")
@@ -213,7 +220,7 @@ def runner(
     with _open() as rl:
         name = worker or _default_worker()
         console.print(f"runner {safe_text(name)} ticking every {interval:g}s")
-        ticks = rl.runner(name).run(interval, stop)
+        ticks = _guarded(lambda: rl.runner(name)).run(interval, stop)
         console.print(f"runner {safe_text(name)} stopped after {ticks} ticks")
 
 

@@ -17,6 +17,7 @@ from application.bootstrap import Runledger
 from application.display import json_text, safe_repr, safe_text
 from application.errors import BadRequest, NotFound
 from application.history import Replay, StepFrame, Stepping
+from domain.values import check_text
 from projections.rebuild import choose, rebuild
 
 STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
@@ -174,7 +175,7 @@ def _entry_id(rl: Runledger, text: str) -> UUID:
 
 def _entry_named(rl: Runledger, text: str) -> UUID:
     rl.projector.catch_up()
-    found = rl.queries.entries_named(text)
+    found = rl.queries.entries_named(check_text(text, "ENTRY"))
     if not found:
         raise NotFound(f"no ledger entry named {safe_repr(text)}")
     if len(found) > 1:
