@@ -5,12 +5,13 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
-from projections.backend import TABLES, Backend, Cursor
+from projections.backend import TABLES, Backend, Cursor, driver_error
 
 # Each wanted stream read through the primary key, one lookup per id: a plain
 # "originator_id = ANY(...)" lets the planner choose a scan whose cost grows with the store;
@@ -25,6 +26,9 @@ COPY_FROM = 200
 
 
 class PostgresBackend(Backend):
+    event_errors = (psycopg.DataError, psycopg.IntegrityError, OverflowError)
+    store_errors = (psycopg.Error,)
+
     def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
         self.datastore = datastore
         self.schema = datastore.schema or "public"
@@ -34,6 +38,10 @@ class PostgresBackend(Backend):
     def transaction(self, *, commit: bool) -> Iterator[Cursor]:
         with self.datastore.transaction(commit=commit) as cursor:
             yield cursor
+
+    def read_only(self, error: BaseException) -> bool:
+        found = driver_error(error)
+        return isinstance(found, psycopg.Error) and found.sqlstate == "25006"
 
     def placeholder(self) -> str:
         return "%s"
