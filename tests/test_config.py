@@ -129,12 +129,12 @@ def test_a_schema_name_must_be_a_plain_name_from_its_first_character_to_its_last
     "schema", ["information_schema", "pg_catalog", "pg_toast", "pg_temp_3", "pg_anything"]
 )
 def test_a_system_schema_is_refused(schema: str) -> None:
-    with pytest.raises(ConfigError, match=f"RUNLEDGER_DATABASE_URL.*{schema}.*system schema"):
+    with pytest.raises(ConfigError, match=rf"RUNLEDGER_DATABASE_URL.*{schema}.*system schema"):
         store_config(f"postgresql://u@h/db?schema={schema}")
 
 
 def test_a_url_with_two_schema_values_is_refused() -> None:
-    with pytest.raises(ConfigError, match="RUNLEDGER_DATABASE_URL.*more than one schema"):
+    with pytest.raises(ConfigError, match=r"RUNLEDGER_DATABASE_URL.*more than one schema"):
         store_config("postgresql://u@h/db?schema=live&schema=other")
     with pytest.raises(ConfigError, match="more than one schema"):
         store_config("postgresql://u@h/db?schema=live&schema=live")
