@@ -9,21 +9,23 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, NoReturn, TypeVar
 from uuid import UUID
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from application import operator_cli
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.console import show_runs
 from application.demo import run_demo
-from application.errors import RunledgerError
+from application.errors import STORE_ERRORS, RunledgerError, store_error
 from application.sandbox import SandboxWorld
-from application.settings import Settings
+from application.settings import Settings, store_config
 from domain.errors import DomainError
+from projections.errors import plain
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
@@ -31,19 +33,49 @@ console = Console(highlight=False)
 T = TypeVar("T")
 
 
+OPERATOR_ERRORS: tuple[type[BaseException], ...] = (RunledgerError, DomainError, *STORE_ERRORS)
+"""Every error an operator can act on: one sentence and exit code 2, never a traceback."""
+
+
 def _guarded(action: Callable[[], T]) -> T:
     try:
         return action()
-    except (RunledgerError, DomainError) as error:
-        console.print(f"[red]runledger:[/] {error}")
-        raise typer.Exit(2) from None
+    except OPERATOR_ERRORS as error:
+        _fail(error)
+
+
+def _fail(error: BaseException) -> NoReturn:
+    console.print(Text.assemble(("runledger: ", "red"), _sentence(error)), soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _sentence(error: BaseException) -> str:
+    if isinstance(error, OSError) and not _in_store(error):
+        # a spec, a module folder, the sandbox's file: not the store, so not named as it
+        return plain(f"{error.filename or 'a file'}: {error.strerror or error}", 2_000)
+    if isinstance(error, STORE_ERRORS):
+        try:
+            display = store_config(Settings.from_env().database_url).display
+        except RunledgerError:
+            display = "store"
+        error = store_error(error, display)
+    return plain(error, 2_000)
+
+
+def _in_store(error: OSError) -> bool:
+    try:
+        config = store_config(Settings.from_env().database_url)
+    except RunledgerError:
+        return False
+    path = config.env.get("SQLITE_DBNAME")
+    return bool(path) and str(error.filename or "").startswith(str(path))
 
 
 @app.command()
 def init() -> None:
-    """Create the store's tables (safe to run again)."""
+    """Create the store's tables (safe to run again, and from many processes at once)."""
     where = _guarded(init_store)
-    console.print(f"Ready: {where}")
+    console.print(Text(f"Ready: {where}"))
 
 
 @app.command()
@@ -244,4 +276,11 @@ operator_cli.register(app, console, _open, _guarded)
 
 
 def main() -> None:
-    app(sys.argv[1:])
+    """The CLI, with every command's store trouble reported in the one place, _fail."""
+    try:
+        app(sys.argv[1:])
+    except OPERATOR_ERRORS as error:
+        try:
+            _fail(error)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
