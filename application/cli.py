@@ -50,25 +50,23 @@ def _fail(error: BaseException) -> NoReturn:
 
 
 def _sentence(error: BaseException) -> str:
-    if isinstance(error, OSError) and not _in_store(error):
-        # a spec, a module folder, the sandbox's file: not the store, so not named as it
-        return plain(f"{error.filename or 'a file'}: {error.strerror or error}", 2_000)
-    if isinstance(error, STORE_ERRORS):
-        try:
-            display = store_config(Settings.from_env().database_url).display
-        except RunledgerError:
-            display = "store"
-        error = store_error(error, display)
-    return plain(error, 2_000)
-
-
-def _in_store(error: OSError) -> bool:
     try:
         config = store_config(Settings.from_env().database_url)
     except RunledgerError:
-        return False
-    path = config.env.get("SQLITE_DBNAME")
-    return bool(path) and str(error.filename or "").startswith(str(path))
+        config = None
+    path = config.env.get("SQLITE_DBNAME") if config else None
+    if isinstance(error, OSError) and not _names(error, path):
+        # a spec, a module folder, the sandbox's file: not the store, so not named as it
+        return plain(f"{error.filename or 'a file'}: {error.strerror or error}", 2_000)
+    if isinstance(error, STORE_ERRORS):
+        error = store_error(error, config.display if config else "store", path)
+    return plain(error, 2_000)
+
+
+def _names(error: OSError, path: str | None) -> bool:
+    """Whether the error is about the store's file (or its -wal, -shm)."""
+    return bool(path) and os.path.abspath(str(error.filename or "")).startswith(
+        os.path.abspath(str(path)))
 
 
 @app.command()

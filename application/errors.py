@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 
 import psycopg
@@ -60,14 +61,15 @@ _SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_FULL, _SQLITE_READONLY = 11, 26, 13, 8
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CANTOPEN, _SQLITE_IOERR = 5, 6, 14, 10
 
 
-def store_error(error: BaseException, display: str) -> RunledgerError:
-    """A driver's error as one sentence naming the store and what happened."""
+def store_error(error: BaseException, display: str, path: str | None = None) -> RunledgerError:
+    """A driver's error as one sentence naming the store and what happened. ``path``, an
+    SQLite file's, lets an I/O error be told for what it often is: no room for -wal or -shm."""
     if isinstance(error, RunledgerError):
         return error
     cause = _driver_error(error)
     text = plain(str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__)
     if isinstance(cause, sqlite3.Error):
-        return _sqlite(cause, display, text)
+        return _sqlite(cause, display, text, path)
     if isinstance(cause, psycopg.Error):
         return _postgres(cause, display, text)
     if isinstance(cause, OSError):
@@ -83,8 +85,10 @@ def _driver_error(error: BaseException) -> BaseException:
     return found
 
 
-def _sqlite(error: sqlite3.Error, display: str, text: str) -> RunledgerError:
+def _sqlite(error: sqlite3.Error, display: str, text: str, path: str | None) -> RunledgerError:
     code = int(getattr(error, "sqlite_errorcode", -1)) & 0xFF
+    if code == _SQLITE_IOERR and path is not None and _no_room(path):
+        return _full(display, text)
     if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in text:
         return StoreCorrupt(f"the {display} is not a database (corrupted or truncated): {text}")
     if code == _SQLITE_FULL:
@@ -98,6 +102,13 @@ def _sqlite(error: sqlite3.Error, display: str, text: str) -> RunledgerError:
     if code == _SQLITE_IOERR:
         return StoreUnavailable(f"the {display} could not be read or written: {text}")
     return StoreError(f"the {display} failed: {text}")
+
+
+def _no_room(path: str) -> bool:
+    try:
+        return os.statvfs(os.path.dirname(os.path.abspath(path))).f_bavail == 0
+    except OSError:
+        return False
 
 
 def _postgres(error: psycopg.Error, display: str, text: str) -> RunledgerError:

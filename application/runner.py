@@ -93,7 +93,7 @@ class Runner:
 
     def _sentence(self, error: BaseException) -> RunledgerError:
         try:
-            display = store_config(self.runs.settings.database_url).display
+            config = store_config(self.runs.settings.database_url)
         except RunledgerError:
-            display = "store"
-        return store_error(error, display)
+            return store_error(error, "store")
+        return store_error(error, config.display, config.env.get("SQLITE_DBNAME"))

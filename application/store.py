@@ -21,6 +21,7 @@ from application.errors import (
     NotInitialised,
     RunledgerError,
     StoreError,
+    StoreReadOnly,
     StoreUnavailable,
     store_error,
 )
@@ -84,6 +85,10 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
     BEGIN IMMEDIATE transaction, which waits its turn for the file's write lock.
     """
     env = {**config.env, "CREATE_TABLE": "y" if config.engine == "postgres" else "n"}
+    path = config.env.get("SQLITE_DBNAME")
+    if path is not None and _sqlite_name(path) != path:
+        raise StoreReadOnly(f"the store is read-only: the {config.display} or its folder "
+                            "cannot be written, so its tables cannot be created")
     try:
         with _init_lock(config):
             app = LedgerApp(env=env)
@@ -124,7 +129,7 @@ def _creating(app: LedgerApp, backend: Backend) -> Iterator[Cursor]:
 
 
 def _opening(error: BaseException, config: StoreConfig) -> RunledgerError:
-    found = store_error(error, config.display)
+    found = store_error(error, config.display, config.env.get("SQLITE_DBNAME"))
     if type(found) is StoreError:  # nothing more precise: opening it, it could not be reached
         return StoreUnavailable(f"cannot reach the {config.display}: "
                                 f"{str(found).partition(': ')[2]}")
