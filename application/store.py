@@ -20,7 +20,6 @@ from application.errors import (
     STORE_ERRORS,
     NotInitialised,
     RunledgerError,
-    StoreError,
     StoreReadOnly,
     StoreUnavailable,
     store_error,
@@ -129,11 +128,7 @@ def _creating(app: LedgerApp, backend: Backend) -> Iterator[Cursor]:
 
 
 def _opening(error: BaseException, config: StoreConfig) -> RunledgerError:
-    found = store_error(error, config.display, config.env.get("SQLITE_DBNAME"))
-    if type(found) is StoreError:  # nothing more precise: opening it, it could not be reached
-        return StoreUnavailable(f"cannot reach the {config.display}: "
-                                f"{str(found).partition(': ')[2]}")
-    return found
+    return store_error(error, config.display, config.env.get("SQLITE_DBNAME"))
 
 
 def _sqlite_name(path: str) -> str:
