@@ -13,7 +13,7 @@ import pytest
 from application.bootstrap import Runledger
 from application.errors import ProjectionStuck
 from tests.conftest import Factory
-from tests.corrupt import RUN_STARTED, UNKNOWN_TOPIC, delete_raw, insert_raw
+from tests.corrupt import RUN_STARTED, UNKNOWN_TOPIC, delete_raw, events_table, insert_raw
 from tests.test_cli import run_cli
 from tests.test_projections import ledger_a_run
 
@@ -176,3 +176,29 @@ def wait_until(condition: object, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the condition never held")
         time.sleep(0.01)
+
+
+def test_a_legacy_nul_in_a_name_is_projected_or_named_never_skipped(rl: Runledger) -> None:
+    """A NUL no encoder lets in any more, written by raw SQL: PostgreSQL refuses it in a text
+    column (SQLite keeps it). The view shows the run or stops before it saying why; it never
+    skips it."""
+    import json
+
+    before = ledger_a_run(rl, "before")
+    with rl.backend.transaction(commit=False) as cursor:
+        cursor.execute(rl.backend.sql(
+            f"SELECT topic, state FROM {events_table(rl.backend)} WHERE topic = %s LIMIT 1"),
+            [RUN_STARTED])
+        found = cursor.fetchone()
+    state = json.loads(bytes(found["state"]))
+    bad = uuid4()
+    position = insert_raw(rl, RUN_STARTED, json.dumps({**state, "name": "nul\x00byte"}).encode(),
+                          bad)
+    try:
+        rl.projector.catch_up()
+    except ProjectionStuck as stuck:
+        assert f"position {position}" in str(stuck) and "DataError" in str(stuck)
+        assert rl.projector.positions()["runs"] == position - 1
+        assert run_ids(rl) == {before}
+    else:
+        assert run_ids(rl) == {before, bad}

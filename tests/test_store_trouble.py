@@ -257,3 +257,36 @@ def test_a_rebuild_that_fails_through_the_cli_leaves_no_shadow_tables(
     for args in (["rebuild"], ["rebuild", "runs", "--verify"]):
         one_sentence(cli(folder, *args, url=store_url), "cannot apply the event at position")
         assert not [t for t in tables(rl) if t.endswith("_next")]
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_read_only_postgres_is_read_when_current_and_says_when_it_cannot_catch_up(
+    pg_admin: str, tmp_path: Path,
+) -> None:
+    """libpq's PGOPTIONS makes every session read-only, as a hot standby's are."""
+    from tests.conftest import drop_pg_url, new_pg_url
+
+    url = new_pg_url(pg_admin)
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(SPEC))
+    read_only_env = {"PGOPTIONS": "-c default_transaction_read_only=on"}
+
+    def ro(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {"RUNLEDGER_DATABASE_URL": url, **read_only_env,
+               "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")}
+        return run_cli(*args, cwd=folder, env=env)
+
+    try:
+        assert cli(folder, "init", url=url).returncode == 0
+        assert cli(folder, "start", str(spec), url=url).returncode == 0
+        assert cli(folder, "runs", url=url).returncode == 0
+        listed = ro("runs")
+        assert listed.returncode == 0 and "Harvest" in listed.stdout, listed.stdout
+        one_sentence(ro("start", str(spec)), "the store is read-only: the PostgreSQL at")
+        assert cli(folder, "start", str(spec), url=url).returncode == 0
+        one_sentence(ro("runs"), "the store is read-only and its projections are")
+    finally:
+        drop_pg_url(pg_admin, url)
