@@ -117,6 +117,8 @@ def _postgres(error: psycopg.Error, display: str, text: str) -> RunledgerError:
         return _full(display, text)
     if state == "25006":
         return _read_only(display, text)
+    if state == "55P03":
+        return StoreUnavailable(f"the {display} stayed locked by another process: {text}")
     if state in ("XX001", "XX002"):
         return StoreCorrupt(f"the {display} reports damaged data: {text}")
     if state.startswith(("08", "53", "57P")) or (

@@ -108,6 +108,7 @@ def _init_lock(config: StoreConfig) -> Iterator[None]:
         yield
         return
     with _connect(config) as conn:
+        conn.execute("SET lock_timeout = '120s'")  # an init stuck elsewhere: say so, not hang
         conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))",
                      [INIT_LOCK, config.schema or "public"])
         if config.schema:
