@@ -39,7 +39,7 @@ class Stuck:
     state: bytes
 
     def event(self) -> str:
-        return (f"the event at position {self.position} (topic {plain(self.topic, 120)!r}, "
+        return (f"the event at position {self.position} (topic '{plain(self.topic, 120)}', "
                 f"originator {plain(self.originator_id, 60)}, version {self.version})")
 
 

@@ -202,3 +202,17 @@ def test_a_legacy_nul_in_a_name_is_projected_or_named_never_skipped(rl: Runledge
         assert run_ids(rl) == {before}
     else:
         assert run_ids(rl) == {before, bad}
+
+
+@pytest.mark.slow
+def test_a_hostile_topic_is_shown_as_text_on_one_line(
+    rl: Runledger, store_url: str, tmp_path: Path,
+) -> None:
+    topic = "[bold red]ALERT[/bold red]\n\x1b[31m\u2028[/]:x"
+    _, position, _, _ = stuck_store(rl, topic, b"{}")
+    done = run_cli("runs", cwd=tmp_path, env=env(store_url, tmp_path))
+    assert done.returncode == 2
+    out = done.stdout.strip()
+    assert len(out.splitlines()) == 1 and "\x1b" not in out, out
+    assert "[bold red]ALERT[/bold red]\\x0a\\x1b[31m\\u2028[/]:x" in out, out
+    assert f"position {position}" in out and "no event class runledger knows" in out
