@@ -10,6 +10,10 @@ from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError, StoredEvent
 
+Note = tuple[int, str, int, str, bytes]
+"""A stored event as a page reads it: (position, originator id as text, version, topic,
+state)."""
+
 TABLES = ("rl_tracking", "rl_runs", "rl_resources", "rl_run_log", "rl_steps")
 
 
@@ -52,9 +56,14 @@ class Backend(ABC):
         """Every stored event of these aggregates, grouped by aggregate, in version order."""
 
     @abstractmethod
-    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+    def select_page(self, after: int, limit: int) -> list[Note]:
         """The store's next events after a position: (position, originator id as text,
         version, topic, state), in order."""
+
+    @abstractmethod
+    def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
+        """The lowest tracked position of the named views and the page of events after it, as
+        select_page reads them: one read, no lock, nothing written."""
 
     @abstractmethod
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:

@@ -7,10 +7,10 @@ from typing import Any, Protocol
 from eventsourcing.application import Application
 from eventsourcing.persistence import ApplicationRecorder
 
-from projections.backend import Backend, Cursor
+from projections.backend import Backend, Cursor, Note
 from projections.errors import CannotCatchUp, ProjectionStuck, Stuck
 from projections.schema import create_tables
-from projections.stored import Note, decode, reason, require_known
+from projections.stored import decode, reason, require_known
 from projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
 
 PAGE = 2_000
@@ -34,6 +34,10 @@ class View(Protocol):
 
 def all_views() -> list[View]:
     return [RunsView(), ResourcesView(), StepsView(), RunLogView()]
+
+
+Peek = tuple[int, list[Note]]
+"""A page read before the lock: (the lowest position it was read after, its events)."""
 
 
 class _PageFailed(Exception):
@@ -83,10 +87,11 @@ class Projector:
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Apply everything the store holds now; answers the lowest position reached."""
-        live, reached = self._pending()
+        live, reached, peeked = self._pending()
         try:
             while live:
-                count, reached = self._page(live)
+                count, reached = self._page(live, peeked)
+                peeked = None
                 if progress is not None and count:
                     progress(count, reached)
                 live = [v for v in live if v.name not in self.stuck]
@@ -140,15 +145,15 @@ class Projector:
                     break
         return list(trying.stuck.values())
 
-    def _pending(self) -> tuple[list[View], int]:
-        """The views with something new to read, found by reading only."""
-        positions = self._positions()
-        self._forget_repaired(positions)
-        live = [v for v in self.views if v.name not in self.stuck]
-        start = min((positions[v.name] for v in live), default=min(positions.values()))
-        if not live or not self.backend.select_page(start, 1):
-            return [], start
-        return live, start
+    def _pending(self) -> tuple[list[View], int, Peek | None]:
+        """The views with something new to read and the first page, found by one read."""
+        if self.stuck:
+            self._forget_repaired(self._positions())
+        going = [v for v in self.views if v.name not in self.stuck]
+        if not going:
+            return [], 0, None
+        start, notes = self.backend.peek([v.name for v in going], self.page)
+        return (going if notes else []), start, (start, notes)
 
     def _forget_repaired(self, positions: dict[str, int]) -> None:
         """A stuck view is tried again once it moved (a rebuild) or its event changed."""
@@ -163,21 +168,29 @@ class Projector:
         names = {v.name for v in self.views}
         return {n: p for n, p in self.positions().items() if n in names}
 
-    def _page(self, views: list[View]) -> tuple[int, int]:
+    def _page(self, views: list[View], peeked: Peek | None) -> tuple[int, int]:
         try:
             with self.backend.transaction(commit=True) as cursor:
-                return self._advance(cursor, views)
+                return self._advance(cursor, views, peeked=peeked)
         except _PageFailed:
             with self.backend.transaction(commit=True) as cursor:
-                return self._advance(cursor, views, careful=True)
+                return self._advance(cursor, views, careful=True, peeked=peeked)
 
     def _advance(
-        self, cursor: Cursor, views: list[View], *, careful: bool = False
+        self, cursor: Cursor, views: list[View], *, careful: bool = False,
+        peeked: Peek | None = None,
     ) -> tuple[int, int]:
-        """Apply one page after the lowest position; answers (events read, position reached)."""
+        """Apply one page after the lowest position; answers (events read, position reached).
+
+        A page peeked before the lock is used when the lock finds the views where the peek did:
+        the library commits events in position order, so that page has not changed since.
+        """
         positions = self._lock(cursor, views)
         start = min(positions.values())
-        notes = self.backend.select_page(start, self.page)
+        if peeked is not None and peeked[0] == start:
+            notes = peeked[1]
+        else:
+            notes = self.backend.select_page(start, self.page)
         if not notes:
             return 0, start
         last = notes[-1][0]

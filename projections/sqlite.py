@@ -9,7 +9,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteDatastore
 
-from projections.backend import TABLES, Backend, Cursor, chunks, driver_error
+from projections.backend import TABLES, Backend, Cursor, Note, chunks, driver_error
 
 SQLITE_READONLY = 8
 
@@ -82,7 +82,7 @@ class SQLiteBackend(Backend):
                 )
         return found
 
-    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+    def select_page(self, after: int, limit: int) -> list[Note]:
         with self.transaction(commit=False) as cursor:
             cursor.execute(
                 f"SELECT rowid, originator_id, originator_version, topic, state "
@@ -92,6 +92,16 @@ class SQLiteBackend(Backend):
             return [
                 (row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in cursor.fetchall()
             ]
+
+    def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(
+                self.sql("SELECT MIN(position) FROM {rl_tracking} "
+                         f"WHERE name IN ({self.markers(len(names))})"),
+                list(names),
+            )
+            start = int(cursor.fetchone()[0] or 0)
+        return start, self.select_page(start, limit)
 
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
         found: list[tuple[int, StoredEvent]] = []

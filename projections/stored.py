@@ -9,11 +9,9 @@ from typing import Any
 from eventsourcing.persistence import Transcoding
 from eventsourcing.utils import resolve_topic
 
+from projections.backend import Note
 from projections.errors import plain
 from projections.lazy import lazy_event
-
-Note = tuple[int, str, int, str, bytes]
-"""(position, originator id as text, version, topic, state), as a page reads them."""
 
 # Only runledger's own packages are imported to look a topic up: a topic in the store is data,
 # and importing whatever module it names would run that module's code.
