@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from application.cleanup import Cleanup
-from application.errors import StoreUnavailable
 from application.history import History
 from application.inputs import worker_name
 from application.leases import CoreLease
@@ -18,7 +17,7 @@ from application.reconcile import Reconciler
 from application.runner import Runner
 from application.runs import Runs
 from application.settings import Settings, store_config
-from application.store import UNAVAILABLE, LedgerApp, Streams, open_app
+from application.store import LedgerApp, Streams, initialising, open_app
 from projections.backend import Backend
 from projections.projector import Projector
 from projections.queries import Queries
@@ -66,16 +65,12 @@ class Runledger:
 
 
 def init_store(settings: Settings | None = None) -> str:
-    """Create every table, once, in one explicit step; running it again changes nothing."""
+    """Create every table, once, in one explicit step; running it again changes nothing, and
+    so does running it from many processes at once (they take turns under a lock)."""
     settings = settings or Settings.from_env()
     config = store_config(settings.database_url)
-    app, backend = open_app(config, create=True)
-    try:
-        Projector(app, backend).create_tables()
-    except UNAVAILABLE as error:
-        raise StoreUnavailable(f"cannot prepare the {config.display}: {error}") from None
-    finally:
-        app.close()
+    with initialising(config) as (app, backend, cursor):
+        Projector(app, backend).create_tables(cursor)
     return config.display
 
 
@@ -92,7 +87,7 @@ def bootstrap(
     settings = settings or Settings.from_env()
     load = registry is None
     registry = registry if registry is not None else Registry()
-    app, backend = open_app(store_config(settings.database_url), create=False)
+    app, backend = open_app(store_config(settings.database_url))
     projector = Projector(app, backend)
     queries = Queries(backend)
     parts = Parts(app, backend, Streams(app, backend), projector, queries, registry, settings,

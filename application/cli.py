@@ -9,7 +9,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, NoReturn, TypeVar
 from uuid import UUID
 
 import typer
@@ -22,12 +22,13 @@ from application.bootstrap import Runledger, bootstrap, init_store
 from application.console import LOG_LINES, show_runs
 from application.demo import run_demo
 from application.display import safe_text
-from application.errors import BadRequest, NotFound, RunledgerError
+from application.errors import STORE_ERRORS, BadRequest, NotFound, RunledgerError, store_error
 from application.operator_cli import moment, within
 from application.sandbox import SandboxWorld
-from application.settings import Settings
+from application.settings import Settings, store_config
 from domain.errors import DomainError
 from domain.values import check_text
+from projections.errors import plain
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
@@ -38,19 +39,47 @@ MAX_RUNS = 1_000
 MAX_LOG_LINES = 10_000
 
 
+OPERATOR_ERRORS: tuple[type[BaseException], ...] = (RunledgerError, DomainError, *STORE_ERRORS)
+"""Every error an operator can act on: one sentence and exit code 2, never a traceback."""
+
+
 def _guarded(action: Callable[[], T]) -> T:
     try:
         return action()
-    except (RunledgerError, DomainError) as error:
-        console.print(f"[red]runledger:[/] {error}")
-        raise typer.Exit(2) from None
+    except OPERATOR_ERRORS as error:
+        _fail(error)
+
+
+def _fail(error: BaseException) -> NoReturn:
+    console.print(Text.assemble(("runledger: ", "red"), _sentence(error)), soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _sentence(error: BaseException) -> str:
+    try:
+        config = store_config(Settings.from_env().database_url)
+    except RunledgerError:
+        config = None
+    path = config.env.get("SQLITE_DBNAME") if config else None
+    if isinstance(error, OSError) and not _names(error, path):
+        # a spec, a module folder, the sandbox's file: not the store, so not named as it
+        return plain(f"{error.filename or 'a file'}: {error.strerror or error}", 2_000)
+    if isinstance(error, STORE_ERRORS):
+        error = store_error(error, config.display if config else "store", path)
+    return plain(error, 2_000)
+
+
+def _names(error: OSError, path: str | None) -> bool:
+    """Whether the error is about the store's file (or its -wal, -shm)."""
+    return bool(path) and os.path.abspath(str(error.filename or "")).startswith(
+        os.path.abspath(str(path)))
 
 
 @app.command()
 def init() -> None:
-    """Create the store's tables (safe to run again)."""
+    """Create the store's tables (safe to run again, and from many processes at once)."""
     where = _guarded(init_store)
-    console.print(f"Ready: {where}")
+    console.print(Text(f"Ready: {where}"))
 
 
 @app.command()
@@ -278,4 +307,11 @@ operator_cli.register(app, console, _open, _guarded)
 
 
 def main() -> None:
-    app(sys.argv[1:])
+    """The CLI, with every command's store trouble reported in the one place, _fail."""
+    try:
+        app(sys.argv[1:])
+    except OPERATOR_ERRORS as error:
+        try:
+            _fail(error)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)

@@ -15,9 +15,10 @@ from rich.text import Text
 
 from application.bootstrap import Runledger
 from application.display import json_text, safe_repr, safe_text
-from application.errors import BadRequest, NotFound
+from application.errors import BadRequest, NotFound, ProjectionStuck
 from application.history import Replay, StepFrame, Stepping
 from domain.values import check_text
+from projections.errors import Stuck, plain
 from projections.rebuild import choose, rebuild
 
 STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
@@ -67,13 +68,26 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
 
     @app.command()
     def projections() -> None:
-        """Each projection with its position and how far it lags behind the store."""
+        """Each projection with its position, its lag behind the store, and where it is stuck
+        (found by applying what is pending in a transaction that is rolled back)."""
         with open_rl() as rl:
             head = rl.app.recorder.max_notification_id() or 0
-            table = Table("projection", "position", "lag", title=f"store head {head}")
-            for name, position in sorted(rl.projector.positions().items()):
-                table.add_row(name, str(position), str(max(head - position, 0)))
+            positions = rl.projector.positions()
+            stuck, note = _trial(rl, head, positions)
+            table = Table("projection", "position", "lag", "stuck at", "event", "why",
+                          title=f"store head {head}")
+            for name, position in sorted(positions.items()):
+                found = stuck.get(name)
+                where = ("", "", "") if found is None else (
+                    str(found.position),
+                    f"{found.topic} {found.originator_id} v{found.version}", found.reason)
+                table.add_row(*(Text(plain(cell)) for cell in
+                                (name, str(position), str(max(head - position, 0)), *where)))
             console.print(table)
+            if note:
+                console.print(Text(note))
+            if stuck:
+                raise ProjectionStuck(list(stuck.values()))  # main() says it: exit 2
 
     @app.command(name="rebuild")
     def rebuild_command(
@@ -147,6 +161,17 @@ def _show_replay(console: Console, run_id: UUID, found: Replay) -> None:
             ))
     console.print(Text.assemble(f"run {safe_text(found.run_status)}; cleanup status ",
                                 _styled(found.cleanup_status, "bold")))
+
+def _trial(rl: Runledger, head: int, positions: dict[str, int]
+           ) -> tuple[dict[str, Stuck], str | None]:
+    if all(position >= head for position in positions.values()):
+        return {}, None
+    try:
+        return {s.view: s for s in rl.projector.trial()}, None
+    except Exception as error:
+        if rl.backend.read_only(error):
+            return {}, "not tried: the store is read-only, so nothing pending can be applied"
+        raise
 
 
 def _rebuild(console: Console, rl: Runledger, names: list[str] | None, verify: bool) -> Any:

@@ -5,14 +5,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
 from application.errors import ConfigError
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
-_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+# fullmatch, never "$": "$" also matches before a final newline ("abc\n" would pass).
+_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_SYSTEM_SCHEMAS = ("information_schema", "pg_catalog", "pg_toast")
 
 ENV_NAMES = {
     "database_url": "RUNLEDGER_DATABASE_URL",
@@ -75,12 +77,21 @@ class StoreConfig:
 
 def store_config(url: str) -> StoreConfig:
     """Map RUNLEDGER_DATABASE_URL onto the eventsourcing library's settings."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ConfigError("RUNLEDGER_DATABASE_URL is not a URL") from None
+    url = _without_password(url, parts.password)
     if parts.scheme == "sqlite":
         path = unquote(url[len("sqlite:///") :]) if url.startswith("sqlite:///") else ""
         if not path or ":memory:" in path:
             raise ConfigError(
                 f"RUNLEDGER_DATABASE_URL {url!r} names no file: use sqlite:///path/to/file"
+            )
+        if "?" in url or "#" in url or not path.isprintable():
+            raise ConfigError(
+                f"RUNLEDGER_DATABASE_URL {url!r} must name a plain file, with no query "
+                "parameters or control characters: use sqlite:///path/to/file"
             )
         env = {
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
@@ -95,9 +106,7 @@ def store_config(url: str) -> StoreConfig:
                 f"RUNLEDGER_DATABASE_URL {url!r} needs a host and a database: "
                 "postgresql://user@host:port/db"
             )
-        schema = parse_qs(parts.query).get("schema", [""])[0]
-        if schema and not _SCHEMA.match(schema):
-            raise ConfigError(f"schema {schema!r} is not a plain lower-case SQL name")
+        schema = _schema(url, parts.query)
         try:
             port = str(parts.port or 5432)
         except ValueError:
@@ -118,3 +127,36 @@ def store_config(url: str) -> StoreConfig:
         f"RUNLEDGER_DATABASE_URL {url!r} is not understood: use sqlite:///path "
         "or postgresql://user@host:port/db"
     )
+
+
+def _without_password(url: str, password: str | None) -> str:
+    """The URL as a message may show it: a refusal must not print the credential."""
+    return url.replace(f":{password}@", ":***@", 1) if password else url
+
+
+def _schema(url: str, query: str) -> str:
+    """The one schema a PostgreSQL URL may name: a plain name, not one of the server's own."""
+    given = parse_qsl(query, keep_blank_values=True)
+    unknown = sorted({name for name, _ in given if name != "schema"})
+    if unknown:
+        raise ConfigError(
+            f"RUNLEDGER_DATABASE_URL {url!r} has unknown query parameters "
+            f"({', '.join(map(repr, unknown))}): only schema= is understood"
+        )
+    values = [value for _, value in given]
+    if len(values) > 1:
+        raise ConfigError(f"RUNLEDGER_DATABASE_URL {url!r} names more than one schema")
+    if not values:
+        return ""
+    schema = values[0]
+    if not _SCHEMA.fullmatch(schema):
+        raise ConfigError(
+            f"RUNLEDGER_DATABASE_URL schema {schema!r} is not a plain lower-case SQL name "
+            "(a letter or _, then up to 62 letters, digits or _)"
+        )
+    if schema in _SYSTEM_SCHEMAS or schema.startswith("pg_"):
+        raise ConfigError(
+            f"RUNLEDGER_DATABASE_URL schema {schema!r} is a system schema of PostgreSQL: "
+            "name a schema of your own"
+        )
+    return schema

@@ -3,12 +3,16 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import PersistenceError, StoredEvent
+
+Note = tuple[int, str, int, str, bytes]
+"""A stored event as a page reads it: (position, originator id as text, version, topic,
+state)."""
 
 TABLES = ("rl_tracking", "rl_runs", "rl_resources", "rl_run_log", "rl_steps")
 
@@ -24,6 +28,10 @@ class Backend(ABC):
     """What the projections and the bulk loader need from one engine."""
 
     suffix = ""
+    event_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    """The driver's errors that a value being written causes (a NUL, a broken constraint)."""
+    store_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    """Every error of the driver; those not in event_errors are the store's trouble."""
 
     def with_suffix(self, suffix: str) -> Backend:
         """The same store, naming a parallel set of tables (a rebuild's shadow)."""
@@ -48,9 +56,14 @@ class Backend(ABC):
         """Every stored event of these aggregates, grouped by aggregate, in version order."""
 
     @abstractmethod
-    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+    def select_page(self, after: int, limit: int) -> list[Note]:
         """The store's next events after a position: (position, originator id as text,
         version, topic, state), in order."""
+
+    @abstractmethod
+    def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
+        """The lowest tracked position of the named views and the page of events after it, as
+        select_page reads them: one read, no lock, nothing written."""
 
     @abstractmethod
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
@@ -63,6 +76,32 @@ class Backend(ABC):
     @abstractmethod
     def missing_tables(self) -> list[str]:
         """The runledger tables this store does not have yet."""
+
+    def blames_event(self, error: BaseException) -> bool:
+        """Whether applying an event raised this, rather than the store being in trouble."""
+        found = driver_error(error)
+        if isinstance(found, self.event_errors):
+            return "closed" not in str(found)
+        return not isinstance(found, (*self.store_errors, PersistenceError, OSError))
+
+    @abstractmethod
+    def read_only(self, error: BaseException) -> bool:
+        """Whether this error says the store cannot be written."""
+
+    @contextmanager
+    def savepoint(self, cursor: Cursor, name: str) -> Iterator[None]:
+        """Roll back only what the block wrote when it raises; the transaction goes on."""
+        cursor.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            try:
+                cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                cursor.execute(f"RELEASE SAVEPOINT {name}")
+            except Exception:  # the transaction is lost anyway: the first error says why
+                pass
+            raise
+        cursor.execute(f"RELEASE SAVEPOINT {name}")
 
     def upsert(
         self, cursor: Cursor, table: str, columns: Sequence[str], key: str,
@@ -92,6 +131,14 @@ def _render(statement: str, marker: str, qualified: tuple[str, ...], suffix: str
     names = dict(zip(TABLES, qualified, strict=True))
     names |= {f"ix_{t}": f"{t}{suffix}" for t in TABLES}
     return statement.format(**names).replace("%s", marker)
+
+
+def driver_error(error: BaseException) -> BaseException:
+    """The driver's own error under the library's wrappers, which keep only its text."""
+    found = error
+    while isinstance(found, PersistenceError) and found.__cause__ is not None:
+        found = found.__cause__
+    return found
 
 
 def chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:

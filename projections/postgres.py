@@ -5,12 +5,13 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
-from projections.backend import TABLES, Backend, Cursor
+from projections.backend import TABLES, Backend, Cursor, Note, driver_error
 
 # Each wanted stream read through the primary key, one lookup per id: a plain
 # "originator_id = ANY(...)" lets the planner choose a scan whose cost grows with the store;
@@ -25,6 +26,9 @@ COPY_FROM = 200
 
 
 class PostgresBackend(Backend):
+    event_errors = (psycopg.DataError, psycopg.IntegrityError, OverflowError)
+    store_errors = (psycopg.Error,)
+
     def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
         self.datastore = datastore
         self.schema = datastore.schema or "public"
@@ -34,6 +38,10 @@ class PostgresBackend(Backend):
     def transaction(self, *, commit: bool) -> Iterator[Cursor]:
         with self.datastore.transaction(commit=commit) as cursor:
             yield cursor
+
+    def read_only(self, error: BaseException) -> bool:
+        found = driver_error(error)
+        return isinstance(found, psycopg.Error) and found.sqlstate == "25006"
 
     def placeholder(self) -> str:
         return "%s"
@@ -83,7 +91,7 @@ class PostgresBackend(Backend):
         )
         cursor.execute(f"TRUNCATE {scratch}")
 
-    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+    def select_page(self, after: int, limit: int) -> list[Note]:
         statement = SQL(
             "SELECT notification_id, originator_id::text, originator_version, topic, state "
             "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
@@ -93,6 +101,22 @@ class PostgresBackend(Backend):
             rows = cur.fetchall()
             conn.rollback()
         return [(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows]
+
+    def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
+        statement = SQL(
+            "SELECT s.start, e.notification_id, e.originator_id::text, e.originator_version, "
+            "e.topic, e.state FROM (SELECT MIN(position) AS start FROM {} WHERE name = ANY(%s)) s "
+            "LEFT JOIN LATERAL (SELECT * FROM {}.{} x WHERE x.notification_id > s.start "
+            "ORDER BY x.notification_id LIMIT %s) e ON true ORDER BY e.notification_id"
+        ).format(SQL(self.qualify("rl_tracking")), Identifier(self.schema),
+                 Identifier(self.events_table))
+        # One round trip: the pool's connections autocommit, so a lone SELECT needs no BEGIN.
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(statement, [list(names), limit], prepare=True)
+            rows = cur.fetchall()
+            conn.rollback()
+        start = int(rows[0][0] or 0) if rows else 0
+        return start, [(r[1], r[2], r[3], r[4], bytes(r[5])) for r in rows if r[1] is not None]
 
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
         statement = SQL(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,8 @@ from eventsourcing.application import Application
 from projections.backend import Backend, Cursor
 from projections.projector import Progress, Projector, View, all_views
 from projections.schema import create_indexes, create_table
+
+log = logging.getLogger("runledger.rebuild")
 
 SHADOW = "_next"
 REBUILD_PAGE = 10_000
@@ -58,12 +61,25 @@ def rebuild(
     transaction (readers see the old tables or the new ones, never half of either), or, to
     verify, compare them row by row with the live tables and drop them.
 
-    A rebuild that dies leaves the live tables untouched; the next one starts over.
+    A rebuild that fails (an event no view can apply, the store in trouble) drops its shadow
+    tables; one that is killed leaves the live tables untouched, and the next one starts over.
     """
     views = choose(names)
     shadow = live.with_suffix(SHADOW)
     report = RebuildReport([v.name for v in views])
     _prepare(shadow, views)
+    try:
+        _replay(app, live, shadow, views, report, verify, progress)
+    except BaseException:
+        _discard(shadow, views)
+        raise
+    return report
+
+
+def _replay(
+    app: Application[Any], live: Backend, shadow: Backend, views: list[View],
+    report: RebuildReport, verify: bool, progress: Progress | None,
+) -> None:
     # Larger pages than a live projector's: fewer commits, and memory still bounded by a page.
     projector = Projector(app, shadow, views, page=REBUILD_PAGE)
     started = time.perf_counter()
@@ -84,7 +100,16 @@ def rebuild(
         else:
             _swap(live, shadow, views, cursor, report.position)
             report.swapped = True
-    return report
+
+
+def _discard(shadow: Backend, views: list[View]) -> None:
+    """A rebuild that failed takes its shadow tables with it. If even that fails (the store
+    went away), the original error is the one to report; the next rebuild drops them first."""
+    try:
+        with shadow.transaction(commit=True) as cursor:
+            _drop(shadow, cursor, [v.table for v in views] + ["rl_tracking"])
+    except Exception:
+        log.warning("a failed rebuild could not drop its shadow tables", exc_info=True)
 
 
 def _prepare(shadow: Backend, views: list[View]) -> None:

@@ -67,13 +67,12 @@ def create_indexes(backend: Backend, cursor: Cursor, table: str) -> None:
         cursor.execute(backend.sql(statement))
 
 
-def create_tables(backend: Backend, view_names: list[str]) -> None:
+def create_tables(backend: Backend, cursor: Cursor, view_names: list[str]) -> None:
     """Create the projection tables and their tracking rows; safe to run again."""
-    with backend.transaction(commit=True) as cursor:
-        for table in TABLE_DDL:
-            create_table(backend, cursor, table)
-        insert = backend.sql(
-            "INSERT INTO {rl_tracking} (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING"
-        )
-        for name in view_names:
-            cursor.execute(insert, [name])
+    for table in TABLE_DDL:
+        create_table(backend, cursor, table)
+    insert = backend.sql(
+        "INSERT INTO {rl_tracking} (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING"
+    )
+    for name in view_names:
+        cursor.execute(insert, [name])

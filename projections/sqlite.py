@@ -1,16 +1,26 @@
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, cast
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteDatastore
 
-from projections.backend import TABLES, Backend, Cursor, chunks
+from projections.backend import TABLES, Backend, Cursor, Note, chunks, driver_error
+
+SQLITE_READONLY = 8
 
 
 class SQLiteBackend(Backend):
+    event_errors = (
+        sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError,
+        sqlite3.ProgrammingError, OverflowError,
+    )
+    store_errors = (sqlite3.Error,)
+
     def __init__(self, datastore: SQLiteDatastore, events_table: str) -> None:
         self.datastore = datastore
         self.events_table = events_table
@@ -19,6 +29,31 @@ class SQLiteBackend(Backend):
     def transaction(self, *, commit: bool) -> Iterator[Cursor]:
         with self.datastore.transaction(commit=commit) as cursor:
             yield cursor
+
+    @contextmanager
+    def exclusive(self) -> Iterator[Cursor]:
+        """A transaction holding the file's write lock from its BEGIN, on a connection of its
+        own: a deferred one could read the schema, then fail to upgrade while another writes."""
+        pool: Any = self.datastore.pool
+        conn = sqlite3.connect(pool.db_name, uri=True, isolation_level=None,
+                               timeout=pool.lock_timeout or 5)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield cast(Cursor, conn.cursor())
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def read_only(self, error: BaseException) -> bool:
+        found = driver_error(error)
+        code = int(getattr(found, "sqlite_errorcode", -1)) & 0xFF
+        return code == SQLITE_READONLY or "readonly database" in str(found)
 
     def placeholder(self) -> str:
         return "?"
@@ -47,7 +82,7 @@ class SQLiteBackend(Backend):
                 )
         return found
 
-    def select_page(self, after: int, limit: int) -> list[tuple[int, str, int, str, bytes]]:
+    def select_page(self, after: int, limit: int) -> list[Note]:
         with self.transaction(commit=False) as cursor:
             cursor.execute(
                 f"SELECT rowid, originator_id, originator_version, topic, state "
@@ -57,6 +92,16 @@ class SQLiteBackend(Backend):
             return [
                 (row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in cursor.fetchall()
             ]
+
+    def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(
+                self.sql("SELECT MIN(position) FROM {rl_tracking} "
+                         f"WHERE name IN ({self.markers(len(names))})"),
+                list(names),
+            )
+            start = int(cursor.fetchone()[0] or 0)
+        return start, self.select_page(start, limit)
 
     def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
         found: list[tuple[int, StoredEvent]] = []

@@ -42,6 +42,7 @@ def test_a_postgres_url_without_a_password_still_sets_one() -> None:
         "postgresql://localhost",
         "postgresql://u@h:99999/db",
         "postgresql://u@h/db?schema=Robert'); DROP TABLE x;--",
+        "postgresql://[::1/db",
     ],
 )
 def test_a_malformed_url_is_refused_in_one_sentence(url: str) -> None:
@@ -108,3 +109,58 @@ def test_a_postgres_store_that_was_never_initialised_says_so(pg_admin: str) -> N
             bootstrap(Settings(database_url=url))
     finally:
         drop_pg_url(pg_admin, url)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    ["abc%0A", "abc%0a", "abc%0D", "abc%00", "%0Aabc", "abc ", "ABC", "1abc", "a" * 64, ""],
+)
+def test_a_schema_name_must_be_a_plain_name_from_its_first_character_to_its_last(
+    schema: str,
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        store_config(f"postgresql://u@h/db?schema={schema}")
+    message = str(raised.value)
+    assert "RUNLEDGER_DATABASE_URL" in message and "schema" in message
+    assert "\n" not in message and "\x00" not in message
+
+
+@pytest.mark.parametrize(
+    "schema", ["information_schema", "pg_catalog", "pg_toast", "pg_temp_3", "pg_anything"]
+)
+def test_a_system_schema_is_refused(schema: str) -> None:
+    with pytest.raises(ConfigError, match=rf"RUNLEDGER_DATABASE_URL.*{schema}.*system schema"):
+        store_config(f"postgresql://u@h/db?schema={schema}")
+
+
+def test_a_url_with_two_schema_values_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"RUNLEDGER_DATABASE_URL.*more than one schema"):
+        store_config("postgresql://u@h/db?schema=live&schema=other")
+    with pytest.raises(ConfigError, match="more than one schema"):
+        store_config("postgresql://u@h/db?schema=live&schema=live")
+
+
+@pytest.mark.parametrize(
+    "query", ["schema=live&sslmode=disable", "search_path=live", "Schema=live", "schema"]
+)
+def test_a_url_with_an_unknown_query_parameter_is_refused(query: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        store_config(f"postgresql://u@h/db?{query}")
+    message = str(raised.value)
+    assert message.startswith("RUNLEDGER_DATABASE_URL") and "\n" not in message
+
+
+def test_an_sqlite_url_takes_no_query_parameters() -> None:
+    with pytest.raises(ConfigError, match="RUNLEDGER_DATABASE_URL"):
+        store_config("sqlite:///./x.sqlite3?mode=rwc")
+
+
+def test_a_plain_schema_name_is_accepted() -> None:
+    assert store_config("postgresql://u@h/db?schema=live_2").schema == "live_2"
+    assert store_config("postgresql://u@h/db").schema == ""
+
+
+def test_a_refused_url_never_shows_its_password() -> None:
+    with pytest.raises(ConfigError) as raised:
+        store_config("postgresql://alice:s3cret@h/db?schema=live&sslmode=off")
+    assert "s3cret" not in str(raised.value) and "***" in str(raised.value)
