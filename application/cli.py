@@ -28,7 +28,6 @@ from application.sandbox import SandboxWorld
 from application.settings import Settings, store_config
 from domain.errors import DomainError
 from domain.values import check_text
-from projections.errors import plain
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
@@ -63,10 +62,10 @@ def _sentence(error: BaseException) -> str:
     path = config.env.get("SQLITE_DBNAME") if config else None
     if isinstance(error, OSError) and not _names(error, path):
         # a spec, a module folder, the sandbox's file: not the store, so not named as it
-        return plain(f"{error.filename or 'a file'}: {error.strerror or error}", 2_000)
+        return safe_text(f"{error.filename or 'a file'}: {error.strerror or error}", 2_000)
     if isinstance(error, STORE_ERRORS):
         error = store_error(error, config.display if config else "store", path)
-    return plain(error, 2_000)
+    return safe_text(error, 2_000)
 
 
 def _names(error: OSError, path: str | None) -> bool:

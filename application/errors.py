@@ -7,7 +7,8 @@ import sqlite3
 import psycopg
 from eventsourcing.persistence import PersistenceError
 
-from projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError, plain
+from domain.text import safe_text
+from projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
 
 __all__ = [
     "BadRequest", "CannotCatchUp", "ConfigError", "NotFound", "NotInitialised",
@@ -67,7 +68,8 @@ def store_error(error: BaseException, display: str, path: str | None = None) -> 
     if isinstance(error, RunledgerError):
         return error
     cause = _driver_error(error)
-    text = plain(str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__)
+    said = str(cause).strip()
+    text = safe_text(said.splitlines()[0] if said else type(cause).__name__, 240)
     if isinstance(cause, sqlite3.Error):
         return _sqlite(cause, display, text, path)
     if isinstance(cause, psycopg.Error):

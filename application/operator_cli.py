@@ -18,7 +18,7 @@ from application.display import json_text, safe_repr, safe_text
 from application.errors import BadRequest, NotFound, ProjectionStuck
 from application.history import Replay, StepFrame, Stepping
 from domain.values import check_text
-from projections.errors import Stuck, plain
+from projections.errors import Stuck
 from projections.rebuild import choose, rebuild
 
 STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
@@ -81,7 +81,7 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
                 where = ("", "", "") if found is None else (
                     str(found.position),
                     f"{found.topic} {found.originator_id} v{found.version}", found.reason)
-                table.add_row(*(Text(plain(cell)) for cell in
+                table.add_row(*(Text(safe_text(cell)) for cell in
                                 (name, str(position), str(max(head - position, 0)), *where)))
             console.print(table)
             if note:

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from domain.text import safe_text
 
 
 class RunledgerError(Exception):
     """An error an operator can act on; its message is one clear sentence."""
-
-
-def plain(text: object, limit: int = 240) -> str:
-    """Text from the store or a driver made fit for one sentence: one line, no control
-    characters or lone surrogates (shown escaped), bounded."""
-    try:
-        raw = str(text)
-    except Exception:  # a value that cannot even say what it is still gets a sentence
-        raw = f"<unprintable {type(text).__name__}>"
-    shown = "".join(
-        ch if unicodedata.category(ch) not in ("Cc", "Cs", "Zl", "Zp") else f"\\x{ord(ch):02x}"
-        if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
-        for ch in raw[: limit + 1]
-    )
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -39,8 +25,8 @@ class Stuck:
     state: bytes
 
     def event(self) -> str:
-        return (f"the event at position {self.position} (topic '{plain(self.topic, 120)}', "
-                f"originator {plain(self.originator_id, 60)}, version {self.version})")
+        return (f"the event at position {self.position} (topic '{safe_text(self.topic, 120)}', "
+                f"originator {safe_text(self.originator_id, 60)}, version {self.version})")
 
 
 class ProjectionStuck(RunledgerError):
@@ -67,6 +53,6 @@ class CannotCatchUp(RunledgerError):
         events = "event" if behind == 1 else "events"
         super().__init__(
             f"the store is read-only and its projections are {behind} {events} behind; "
-            f"they cannot catch up, so what they show would be stale ({plain(error)}): "
+            f"they cannot catch up, so what they show would be stale ({safe_text(error, 240)}): "
             "make the store writable, or let a runledger that can write it catch up first"
         )

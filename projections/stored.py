@@ -9,8 +9,8 @@ from typing import Any
 from eventsourcing.persistence import Transcoding
 from eventsourcing.utils import resolve_topic
 
+from domain.text import safe_text
 from projections.backend import Note
-from projections.errors import plain
 from projections.lazy import lazy_event
 
 # Only runledger's own packages are imported to look a topic up: a topic in the store is data,
@@ -31,7 +31,7 @@ def decode(note: Note, transcodings: dict[str, Transcoding]) -> Any:
     try:
         return lazy_event(topic, originator, version, state, transcodings)
     except Exception as error:
-        raise Undecodable(f"{type(error).__name__}: {plain(error)}") from error
+        raise Undecodable(f"{type(error).__name__}: {safe_text(error, 240)}") from error
 
 
 def require_known(topic: str) -> None:
@@ -58,4 +58,4 @@ def reason(error: BaseException) -> str:
         return "its topic names no event class runledger knows"
     if isinstance(error, Undecodable):
         return f"its stored state cannot be decoded ({error})"
-    return f"{type(error).__name__}: {plain(error)}"
+    return f"{type(error).__name__}: {safe_text(error, 240)}"
