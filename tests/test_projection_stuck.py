@@ -214,5 +214,5 @@ def test_a_hostile_topic_is_shown_as_text_on_one_line(
     assert done.returncode == 2
     out = done.stdout.strip()
     assert len(out.splitlines()) == 1 and "\x1b" not in out, out
-    assert "[bold red]ALERT[/bold red]\\x0a\\x1b[31m\\u2028[/]:x" in out, out
+    assert "[bold red]ALERT[/bold red]\\n\\x1b[31m\\u2028[/]:x" in out, out
     assert f"position {position}" in out and "no event class runledger knows" in out
