@@ -14,6 +14,7 @@ from application.bootstrap import Runledger, bootstrap, init_store
 from application.modules import Registry
 from application.settings import Settings
 from application.store import LedgerApp
+from tests.game import SPAWN, Clock, Game, runledgers
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("RUNLEDGER_REQUIRE_POSTGRES") == "1"
@@ -88,6 +89,7 @@ def registry() -> Registry:
 
 
 Factory = Callable[..., Runledger]
+Opener = Callable[..., Runledger]
 
 
 @pytest.fixture
@@ -108,3 +110,24 @@ def make_runledger(store_url: str, registry: Registry) -> Iterator[Factory]:
 @pytest.fixture
 def rl(make_runledger: Factory) -> Runledger:
     return make_runledger()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """The one clock a test's runledgers read; the test moves it."""
+    return Clock()
+
+
+@pytest.fixture
+def game(registry: Registry) -> Game:
+    """The game world with its spawn action and weather lease registered."""
+    game = Game()
+    game.install(registry, SPAWN)
+    return game
+
+
+@pytest.fixture
+def opened(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator[Opener]:
+    """Open runledgers on the test's store, all on the test's clock."""
+    with runledgers(store_url, registry, clock) as open_one:
+        yield open_one

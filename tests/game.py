@@ -28,6 +28,7 @@ from application.settings import Settings
 
 MODULE = "game"
 LEASE = "weather"
+SPAWN = "game.spawn"
 START = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
 Answer = Callable[[dict[str, Any], str], Any]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,35 +16,16 @@ import pytest
 
 from application.bootstrap import Runledger
 from application.errors import BadRequest, ConfigError
-from application.modules import Registry
 from application.runs import MAX_SPEC_BYTES
 from application.sandbox import SandboxWorld
 from application.settings import Settings
 from domain.spec import MAX_PHASES, MAX_STEPS
-from tests.game import Clock, Game, phase, runledgers, spec, step
+from tests.game import Game, phase, spec, step
 from tests.reading import row, the_step, tick, written
 from tests.test_cli import run_cli
 
 SPAWN = "game.spawn"
 Opener = Callable[..., Runledger]
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def game(registry: Registry) -> Game:
-    game = Game()
-    game.install(registry, SPAWN)
-    return game
-
-
-@pytest.fixture
-def opened(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator[Opener]:
-    with runledgers(store_url, registry, clock) as open_one:
-        yield open_one
 
 
 def many(steps: int, name: str = "festival", phases: int = 1) -> dict[str, Any]:

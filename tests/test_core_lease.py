@@ -26,30 +26,12 @@ from application.settings import Settings
 from domain.reservation import Reservation
 from projections.queries import EntryRow
 from tests.conftest import drop_pg_url, new_pg_url
-from tests.game import LEASE, START, Clock, Game, lease_step, phase, runledgers, spec, step
+from tests.game import LEASE, START, Clock, Game, lease_step, phase, spec, step
 from tests.reading import row, the_step, tick, written
 
 SPAWN = "game.spawn"
 ROOT = Path(__file__).resolve().parent.parent
 Opener = Callable[..., Runledger]
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def game(registry: Registry) -> Game:
-    game = Game()
-    game.install(registry, SPAWN)
-    return game
-
-
-@pytest.fixture
-def opened(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator[Opener]:
-    with runledgers(store_url, registry, clock) as open_one:
-        yield open_one
 
 
 @pytest.fixture

@@ -25,18 +25,6 @@ Opener = Callable[..., Runledger]
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def game(registry: Registry) -> Game:
-    game = Game()
-    game.install(registry, SPAWN)
-    return game
-
-
-@pytest.fixture
 def rl(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator[Runledger]:
     with runledgers(store_url, registry, clock) as open_one:
         yield open_one()
