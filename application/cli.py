@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -17,17 +16,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from application import operator_cli
+from application import operator_cli, sandbox_cli
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.console import LOG_LINES, show_runs
 from application.demo import run_demo
 from application.display import safe_text
-from application.errors import STORE_ERRORS, BadRequest, NotFound, RunledgerError, store_error
+from application.errors import STORE_ERRORS, NotFound, RunledgerError, store_error
 from application.operator_cli import moment, within
-from application.sandbox import SandboxWorld
 from application.settings import Settings, store_config
 from domain.errors import DomainError
-from domain.values import check_text
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
@@ -151,71 +148,6 @@ def _listed(values: list[str]) -> str:
     return safe_text(", ".join(safe_text(v) for v in values))
 
 
-sandbox_app = typer.Typer(help="Look at and break the sandbox world.", no_args_is_help=True)
-app.add_typer(sandbox_app, name="sandbox")
-
-
-def _typed(name: str, text: str) -> str:
-    """An argument the sandbox's own SQLite file can hold; the world is a store too."""
-    return check_text(text, name)
-
-
-def _world() -> SandboxWorld:
-    settings = _guarded(Settings.from_env)
-    path = settings.module_settings.get("RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3")
-    return SandboxWorld(Path(path))
-
-
-@sandbox_app.command("show")
-def sandbox_show() -> None:
-    """What is in the sandbox world now."""
-    world = _world()
-    for ref, thing in world.things().items():
-        console.print(f"{safe_text(thing['kind']):<10} {safe_text(ref)}")
-    console.print(f"weather:north = {safe_text(world.value('weather:north'))}, "
-                  f"weather:south = {safe_text(world.value('weather:south'))}")
-
-
-@sandbox_app.command("fault")
-def sandbox_fault(
-    scope: Annotated[str, typer.Argument(help="an action id (sandbox.spawn) or a ref")],
-    knob: Annotated[str, typer.Argument(help="fail_perform, fail_revert, terminal, hang, throw, "
-                                              "garbage or fail_refs")],
-    value: Annotated[str, typer.Argument(help="a JSON value: a count, seconds, a list")] = "true",
-) -> None:
-    """Inject a fault into the sandbox's module."""
-    _guarded(lambda: _set_fault(scope, knob, value))
-    console.print(f"{safe_text(scope)}: {safe_text(knob)} = {safe_text(value)}")
-
-
-def _set_fault(scope: str, knob: str, value: str) -> None:
-    try:
-        _world().set_fault(scope, knob, json.loads(value))
-    except ValueError as error:  # json.JSONDecodeError is one
-        raise BadRequest(safe_text(error)) from None
-
-
-@sandbox_app.command("set")
-def sandbox_set(target: str, value: str) -> None:
-    """Change a world property as somebody else would (weather:north storm)."""
-    _guarded(lambda: _world().set_value(_typed("TARGET", target), _typed("VALUE", value)))
-    console.print(f"{safe_text(target)} = {safe_text(value)}")
-
-
-@sandbox_app.command("vanish")
-def sandbox_vanish(ref: str) -> None:
-    """Make a thing disappear without telling core."""
-    gone = _guarded(lambda: _world().vanish(_typed("REF", ref)))
-    console.print("gone" if gone else f"no {safe_text(ref)} in the world")
-
-
-@sandbox_app.command("restart")
-def sandbox_restart() -> None:
-    """Restart the game server: the module sees its reconnect and asks core to reconcile."""
-    _world().restart()
-    console.print("restarted")
-
-
 @app.command()
 def start(spec: Annotated[typer.FileText, typer.Argument(help="a JSON spec file, or - for stdin")]
           ) -> None:
@@ -303,6 +235,7 @@ def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
 
 
 operator_cli.register(app, console, _open, _guarded)
+sandbox_cli.register(app, console, _guarded)
 
 
 def main() -> None:

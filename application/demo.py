@@ -14,8 +14,8 @@ from rich.text import Text
 from application.bootstrap import Runledger
 from application.console import show_runs
 from application.errors import BadRequest
-from application.runs import parse_spec
 from application.sandbox import SandboxWorld
+from application.spec_input import parse_spec
 
 FESTIVAL: dict[str, Any] = {
     "name": "Harvest festival",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -9,6 +10,8 @@ from typing import Any, ClassVar, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError, StoredEvent
+
+log = logging.getLogger("runledger.projections")
 
 Note = tuple[int, str, int, str, bytes]
 """A stored event as a page reads it: (position, originator id as text, version, topic,
@@ -98,8 +101,8 @@ class Backend(ABC):
             try:
                 cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
                 cursor.execute(f"RELEASE SAVEPOINT {name}")
-            except Exception:  # the transaction is lost anyway: the first error says why
-                pass
+            except Exception as lost:  # the transaction is lost anyway: the first error says why
+                log.warning("rolling back to savepoint %s failed too: %s", name, lost)
             raise
         cursor.execute(f"RELEASE SAVEPOINT {name}")
 

@@ -16,9 +16,9 @@ import pytest
 
 from application.bootstrap import Runledger
 from application.errors import BadRequest, ConfigError
-from application.runs import MAX_SPEC_BYTES
 from application.sandbox import SandboxWorld
 from application.settings import Settings
+from application.spec_input import MAX_SPEC_BYTES
 from domain.spec import MAX_PHASES, MAX_STEPS
 from tests.game import Game, phase, spec, step
 from tests.reading import row, the_step, tick, written

@@ -202,9 +202,9 @@ def test_a_revert_or_restore_answer_carrying_an_unstorable_value_never_reads_as_
         walk.ledger.abort_run(run, "give it back")
         walk.runner("w").tick()
         left = walk.queries.unresolved_entries(run)
-        if shape == "ok with failed refs":
-            # A ref no entry has: "done" for the rest is the truth, never a hidden failure.
-            assert left == [] or [e.status for e in left] == ["failing"], what
+        if shape == "ok with failed refs" and isinstance(value, str):
+            # Text naming a ref no entry has: "done" for the rest is the truth.
+            assert left == [], what
             continue
         assert [e.status for e in left] == ["failing"], (what, left)
         readable(left[0].last_error)
