@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import fcntl
 import os
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -105,7 +107,8 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
 @contextmanager
 def _init_lock(config: StoreConfig) -> Iterator[None]:
     if config.engine != "postgres":
-        yield
+        with _file_lock(Path(config.env["SQLITE_DBNAME"])):
+            yield
         return
     with _connect(config) as conn:
         conn.execute("SET lock_timeout = '120s'")  # an init stuck elsewhere: say so, not hang
@@ -114,6 +117,29 @@ def _init_lock(config: StoreConfig) -> Iterator[None]:
         if config.schema:
             conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(config.schema)))
         yield  # closing the connection releases the lock, whatever happened
+
+
+@contextmanager
+def _file_lock(path: Path, timeout_s: float = 120.0) -> Iterator[None]:
+    """Inits of one SQLite file take turns. Its first connections switch the file to WAL, and
+    SQLite can answer "database is locked" to a second process doing so at the same moment,
+    whatever its busy timeout. flock is separate from SQLite's own POSIX locks on the file, and
+    an empty file is an empty database, so creating it here changes nothing."""
+    with open(path, "ab") as held:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreUnavailable(f"another `runledger init` held {path} for over "
+                                           f"{timeout_s:g}s") from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 @contextmanager
