@@ -93,12 +93,16 @@ class ReconcileAnswer(_Answer):
     in_force: list[StoredText]
 
 
+ALREADY_RESTORED = "already restored"
+
+
 @dataclass(frozen=True)
 class Verdict:
     outcome: VerdictKind
     error: str | None = None
     failed: frozenset[str] = field(default_factory=frozenset)
     current: Any = None
+    note: str | None = None
 
 
 def _show(value: Any) -> str:
@@ -172,6 +176,22 @@ def _classify_revert(outcome: Outcome, what: str) -> Verdict:
 
 classify_revert = _judged(_classify_revert, lambda error: Verdict("retry", error))
 """Read one revert or restore answer so that no shape a failure can take reads as success."""
+
+
+def same_value(one: Any, other: Any) -> bool:
+    """Equal as stored values: 1 and 1.0, or True and 1, are different values to a world."""
+    return json.dumps(one, sort_keys=True, default=repr) == json.dumps(
+        other, sort_keys=True, default=repr
+    )
+
+
+def classify_restore(outcome: Outcome, what: str, baseline: Any) -> Verdict:
+    """A restore's verdict. A drift whose current value is the baseline has been given back: a
+    restore repeated after a crash finds its own earlier work in place, whatever the module."""
+    verdict = classify_revert(outcome, what)
+    if verdict.outcome == "drifted" and same_value(verdict.current, baseline):
+        return Verdict("done", note=ALREADY_RESTORED)
+    return verdict
 
 
 @dataclass(frozen=True)

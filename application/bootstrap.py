@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from application.cleanup import Cleanup
+from application.give_back import GiveBack
 from application.history import History
 from application.inputs import worker_name
 from application.leases import CoreLease
@@ -96,7 +97,9 @@ def bootstrap(
     core_lease = CoreLease(app, registry, settings, clock)
     rl = Runledger(
         settings, app, backend, projector, queries, registry, ledger,
-        Cleanup(parts, ledger, core_lease), Reconciler(parts), Runs(parts, ledger, core_lease),
+        Cleanup(parts, ledger, GiveBack(registry=registry, core_lease=core_lease,
+                                        settings=settings)),
+        Reconciler(parts), Runs(parts, ledger, core_lease),
         clock,
     )
     if load:

@@ -3,87 +3,53 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from datetime import datetime, timedelta
-from itertools import groupby
 from typing import Any
 from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from application.answers import Verdict, classify_revert
-from application.deadline import call_with_deadline
-from application.errors import BadRequest
+from application.answers import Verdict
+from application.errors import OUTAGES, BadRequest
+from application.give_back import GiveBack
+from application.groups import Group, group_entries
 from application.inputs import person
-from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger, save_with_retry
 from application.parts import Parts, Service
-from domain.errors import DomainError
-from domain.resource import PLACEHOLDER_KIND, FailureMode, Resource
+from application.serving import ServedElsewhere, nowhere, served_nowhere, unserved
+from application.verdicts import Judged, Summary, judge_group
+from domain.resource import Resource
 from domain.run import TERMINAL
 from domain.runlog import LogEntry
-from projections.queries import EntryRow
 
 log = logging.getLogger("runledger.cleanup")
 TROUBLE_SWEEPS = 5
 
-
-@dataclass
-class Summary:
-    """What one pass over one run attempted and what came of it."""
-
-    attempted: int = 0
-    reverted: int = 0
-    drifted: int = 0
-    failed: int = 0
-    remaining: int = 0
-    by: str = ""
-
-
-@dataclass
-class Group:
-    """Entries one call gives back: a lease alone, or everything one step made."""
-
-    rows: list[EntryRow]
-    claimed: dict[UUID, Resource] = field(default_factory=dict)
-
-    @property
-    def head(self) -> EntryRow:
-        return self.rows[0]
-
-    @property
-    def is_lease(self) -> bool:
-        return self.head.kind == "override"
-
-    @property
-    def what(self) -> str:
-        return self.head.ref if self.is_lease else (self.head.action or "an unknown action")
-
-
-def group_entries(rows: list[EntryRow]) -> list[Group]:
-    def key(row: EntryRow) -> tuple[str, ...]:
-        if row.kind == "override":
-            return ("lease", str(row.entry_id))
-        return ("step", row.step, row.idempotency_key, row.action or "", str(row.kind == "@step"))
-
-    ordered = sorted(rows, key=key)
-    groups = [Group(list(members)) for _, members in groupby(ordered, key=key)]
-    first_seen = {key(r): i for i, r in reversed(list(enumerate(rows)))}
-    return sorted(groups, key=lambda g: first_seen[key(g.head)])
-
-
 class Cleanup(Service):
-    """Gives back what terminal runs took: the sweep, one run's pass, and a person's retry."""
+    """Gives back what terminal runs took: the sweep, one run's pass, and a person's retry.
 
-    def __init__(self, parts: Parts, ledger: Ledger, core_lease: CoreLease) -> None:
+    A pass is durable per call: a group is claimed right before its call and its verdict saved
+    right after, in the same save as the next group's claim, so a worker killed mid-pass leaves
+    its successor at most the call that was in flight, and attempts count only calls made.
+    """
+
+    def __init__(
+        self, parts: Parts, ledger: Ledger, give_back: GiveBack,
+        serving: Callable[[], ServedElsewhere] = served_nowhere,
+    ) -> None:
         super().__init__(parts)
         self.ledger = ledger
-        self.core_lease = core_lease
+        self.give_back = give_back
+        self.serving = serving
+        self.elsewhere: ServedElsewhere = nowhere
         self._troubled: dict[UUID, int] = {}
 
     def sweep(self, worker: str, stop: threading.Event | None = None) -> dict[UUID, Summary]:
         """One bounded pass over the runs that owe the world something."""
         self.projector.catch_up()
+        self.elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
         found = self.queries.candidate_runs(
@@ -99,7 +65,9 @@ class Cleanup(Service):
             if stop is not None and stop.is_set():
                 break
             try:
-                summaries[run_id] = self.clean_run(run_id, worker=worker, by=worker)
+                summaries[run_id] = self.clean_run(run_id, worker=worker, by=worker, stop=stop)
+            except OUTAGES:
+                raise  # the store's trouble, not this run's: the runner says so once
             except Exception:  # one run's bad night must not stall the others
                 log.exception("cleanup of run %s failed; the sweep goes on", run_id)
                 self._troubled[run_id] = TROUBLE_SWEEPS
@@ -129,12 +97,16 @@ class Cleanup(Service):
 
         save_with_retry(self.app, reset)
         self.projector.catch_up()
+        self.elsewhere = self.serving()
         summary = self.clean_run(run_id, worker=f"{by} (manual)", by=by)
         self.projector.catch_up()
         return summary
 
-    def clean_run(self, run_id: UUID, *, worker: str, by: str) -> Summary:
-        """Work one run's retryable entries once, a bounded number of groups."""
+    def clean_run(
+        self, run_id: UUID, *, worker: str, by: str, stop: threading.Event | None = None
+    ) -> Summary:
+        """Work one run's retryable entries once, a bounded number of groups, one call at a
+        time; answers what was recorded."""
         now = self.clock()
         max_attempts = self.settings.max_revert_attempts
         running = self.queries.run(run_id, now, max_attempts)
@@ -143,63 +115,93 @@ class Cleanup(Service):
         rows = self.queries.retryable_entries(
             run_id, now, max_attempts, overdue_leases_only=running.status not in TERMINAL
         )
-        groups = group_entries(rows)[: self.settings.cleanup_groups_per_run]
+        # What another live runner serves is left to it: this one has not loaded it.
+        groups = [g for g in group_entries(rows) if not self._left_to_others(g)]
+        groups = groups[: self.settings.cleanup_groups_per_run]
         summary = Summary(by=by, remaining=running.unresolved)
-        self._claim(groups, worker, now)
-        results = [(g, self._give_back(g)) for g in groups if g.claimed]
-        if not results:
-            return summary
-        lines = [self._apply(run_id, g, v, worker, summary) for g, v in results]
-        summary.remaining -= summary.reverted
-        try:
-            self.app.save(
-                *[e for g, _ in results for e in g.claimed.values()], *lines,
-                self._swept(run_id, summary),
-            )
-        except IntegrityError:
-            # The failed save took every pending event it was given, the swept line's too.
-            summary = self._save_groups_apart(run_id, results, worker, by, running.unresolved)
+        loaded = self.streams.load(Resource, [row.entry_id for g in groups for row in g.rows])
+        judged: Judged | None = None
+        worked = False
+        for group in groups:
+            if stop is not None and stop.is_set():
+                break
+            self._claim(group, loaded, worker)
+            self._save_then_claim(run_id, judged, group, worker, summary)
+            judged = None
+            if group.claimed:
+                worked = True
+                judged = self._judge(run_id, group, self._call(group), worker)
+        if worked:
+            self._save_last(run_id, judged, worker, summary)
         return summary
 
-    def _swept(self, run_id: UUID, summary: Summary) -> LogEntry:
-        return LogEntry(
-            key=f"swept|{run_id}|{uuid4()}", run_id=run_id, kind="cleanup.swept",
-            detail=asdict(summary), at=self.clock(),
+    def _left_to_others(self, group: Group) -> bool:
+        return not self.give_back.served_here(group) and self.elsewhere(
+            self.give_back.needs(group)
         )
 
-    def _claim(self, groups: list[Group], worker: str, now: datetime) -> None:
-        ids = [row.entry_id for g in groups for row in g.rows]
-        loaded = self.streams.load(Resource, ids)
+    def _claim(self, group: Group, loaded: dict[UUID, Resource], worker: str) -> None:
+        """Claim the group in memory, for one call: its budget plus the slack."""
+        now = self.clock()
+        expires = self._expiry(group)
         max_attempts = self.settings.max_revert_attempts
-        expires = self._pass_expiry(groups, now)
-        for group in groups:
-            for row in group.rows:
-                entry = loaded.get(row.entry_id)
-                if entry is not None and entry.retryable(now, max_attempts):
-                    entry.claim_revert(worker, now, expires, max_attempts)
-                    group.claimed[entry.id] = entry
+        for row in group.rows:
+            entry = loaded.get(row.entry_id)
+            if entry is not None and entry.retryable(now, max_attempts):
+                entry.claim_revert(worker, now, expires, max_attempts)
+                group.claimed[entry.id] = entry
+
+    def _expiry(self, group: Group) -> datetime:
+        slack = timedelta(seconds=self.settings.claim_slack_s)
+        return self.clock() + self.give_back.budget(group) + slack
+
+    def _save_then_claim(
+        self, run_id: UUID, previous: Judged | None, group: Group, worker: str,
+        summary: Summary,
+    ) -> None:
+        """The last call's verdict and the next call's claim in one save: the claim is durable
+        before its call starts, and no claim is saved for a call that is not about to start."""
+        before = [*previous.group.claimed.values(), previous.line] if previous else []
+        claims = list(group.claimed.values())
+        if not before and not claims:
+            return
         try:
-            self.app.save(*[e for g in groups for e in g.claimed.values()])
+            self.app.save(*before, *claims)
         except IntegrityError:
-            # Another worker took some of them: claim one at a time and keep what we win.
-            for group in groups:
-                group.claimed = self._claim_each(group, worker, now, expires)
+            # Someone else moved an entry of one of the two groups: settle each apart.
+            if previous is not None:
+                self._settle_apart(run_id, previous, worker, summary)
+            group.claimed = self._claim_each(group, worker)
+            return
+        if previous is not None:
+            summary.add(previous.counts)
 
-    def _pass_expiry(self, groups: list[Group], now: datetime) -> datetime:
-        """The calls are made one after another and every verdict is saved at the end of the
-        pass, so each claim must last the whole pass: every call's budget, plus the slack."""
-        budgets = sum((self._budget(g) for g in groups), timedelta())
-        return now + budgets + timedelta(seconds=self.settings.claim_slack_s)
+    def _save_last(
+        self, run_id: UUID, judged: Judged | None, worker: str, summary: Summary
+    ) -> None:
+        """The pass's last verdict with its one summary line."""
+        if judged is not None:
+            final = replace(summary)
+            final.add(judged.counts)
+            try:
+                self.app.save(*judged.group.claimed.values(), judged.line,
+                              self._swept(run_id, final))
+            except IntegrityError:
+                self._settle_apart(run_id, judged, worker, summary)
+            else:
+                summary.add(judged.counts)
+                return
+        self.app.save(self._swept(run_id, summary))
 
-    def _claim_each(
-        self, group: Group, worker: str, now: datetime, expires: datetime
-    ) -> dict[UUID, Resource]:
+    def _claim_each(self, group: Group, worker: str) -> dict[UUID, Resource]:
         won: dict[UUID, Resource] = {}
+        max_attempts = self.settings.max_revert_attempts
         for row in group.rows:
             fresh = self.streams.load(Resource, [row.entry_id]).get(row.entry_id)
-            if fresh is None or not fresh.retryable(now, self.settings.max_revert_attempts):
+            now = self.clock()
+            if fresh is None or not fresh.retryable(now, max_attempts):
                 continue
-            fresh.claim_revert(worker, now, expires, self.settings.max_revert_attempts)
+            fresh.claim_revert(worker, now, self._expiry(group), max_attempts)
             try:
                 self.app.save(fresh)
             except IntegrityError:
@@ -207,136 +209,51 @@ class Cleanup(Service):
             won[fresh.id] = fresh
         return won
 
-    def _budget(self, group: Group) -> timedelta:
-        action = None if group.is_lease else self.registry.action(group.head.action)
-        budget = action.budget_ms if action and action.budget_ms else None
-        return timedelta(milliseconds=budget or self.settings.default_budget_ms)
-
-    def _give_back(self, group: Group) -> Verdict:
-        seconds = self._budget(group).total_seconds()
-        head = group.head
-        if group.is_lease:
-            found = self.registry.lease_for_ref(head.ref)
-            if found is None:
-                return Verdict("terminal", f'no module registers the lease "{head.ref}"')
-            lease, target = found
-            payload = head.payload or {}
-            outcome = call_with_deadline(
-                lease.restore,
-                {
-                    "baseline": payload.get("baseline"), "expected": payload.get("applied"),
-                    "run_id": str(head.run_id), "target": target,
-                },
-                seconds,
-            )
-            return classify_revert(outcome, head.ref)
-        if not head.action:
-            return Verdict("terminal", "nothing records which action created this")
-        if head.action == CORE_LEASE and head.kind == PLACEHOLDER_KIND:
-            return self.core_lease.give_back_unanswered(
-                head.run_id, head.step, head.idempotency_key, seconds
-            )
-        action = self.registry.action(head.action)
-        if action is None:
-            return Verdict(
-                "terminal",
-                f'no module registers "{head.action}", so its resources cannot be given back',
-            )
-        if action.revert is None:
-            return Verdict("terminal", f"{head.action} declares no revert()")
-        resources = [
-            {"kind": r.kind, "ref": r.ref, "payload": r.payload, "member_key": r.member_key}
-            for r in group.rows
-            if r.entry_id in group.claimed and r.kind != "@step"
-        ]
-        outcome = call_with_deadline(
-            action.revert,
-            {"resources": resources, "idempotency_key": head.idempotency_key,
-             "run_id": str(head.run_id)},
-            seconds,
-        )
-        return classify_revert(outcome, head.action)
-
-    def _apply(
-        self, run_id: UUID, group: Group, verdict: Verdict, worker: str, summary: Summary
-    ) -> LogEntry:
-        now = self.clock()
-        names = []
-        for entry in group.claimed.values():
-            names.append(f"{entry.kind}:{entry.ref}")
-            summary.attempted += 1
-            try:
-                self._judge(entry, verdict, worker, group.what, now, summary)
-            except DomainError as error:
-                log.warning("verdict on %s not applied: %s", entry.id, error)
-        first = min(group.claimed.values(), key=lambda e: str(e.id))
-        detail: dict[str, Any] = {
-            "what": group.what, "outcome": verdict.outcome, "resources": sorted(names),
-            "attempt": first.attempts, "by": worker,
-        }
-        if verdict.error:
-            detail["error"] = verdict.error
-        if verdict.failed:
-            detail["failed"] = sorted(verdict.failed)
-        kind = "cleanup.reverted" if verdict.outcome == "done" and not verdict.failed else (
-            "cleanup.drifted" if verdict.outcome == "drifted" else "cleanup.failed"
-        )
-        # The verdict's own version names this call: an attempt number repeats after a reset.
-        return LogEntry(
-            key=f"call|{first.id}|{first.version}", run_id=run_id, kind=kind, detail=detail,
-            at=now,
+    def _call(self, group: Group) -> Verdict:
+        if self.give_back.served_here(group):
+            return self.give_back.call(group)
+        # Nobody live serves it (or the group would have been left to them): a retry spaced by
+        # the back-off, so a runner restarting for a minute costs nothing, until the attempts
+        # run out.
+        need = self.give_back.needs(group)
+        attempt = max(e.attempts for e in group.claimed.values())
+        if attempt < self.settings.max_revert_attempts:
+            return Verdict("retry", unserved(need))
+        return Verdict(
+            "terminal", f'no module registers "{need}", so its resources cannot be given back'
         )
 
-    @staticmethod
-    def _judge(
-        entry: Resource, verdict: Verdict, worker: str, what: str, now: datetime,
-        summary: Summary,
+    def _judge(self, run_id: UUID, group: Group, verdict: Verdict, worker: str) -> Judged:
+        return judge_group(
+            run_id, group, verdict, worker, self.clock(), self.settings.backoff,
+            self.settings.max_revert_attempts,
+        )
+
+    def _settle_apart(
+        self, run_id: UUID, judged: Judged, worker: str, summary: Summary
     ) -> None:
-        attempt = entry.attempts
-        if verdict.outcome == "done" and entry.ref not in verdict.failed:
-            entry.mark_reverted(worker, attempt, now)
-            summary.reverted += 1
-        elif verdict.outcome == "done":
-            error = f'{what} could not give "{entry.ref}" back'
-            entry.fail_revert(worker, attempt, "retry", error, now)
-            summary.failed += 1
-        elif verdict.outcome == "drifted":
-            entry.mark_drifted(worker, attempt, verdict.current, verdict.error or "drifted", now)
-            summary.drifted += 1
-        else:
-            mode: FailureMode = "terminal" if verdict.outcome == "terminal" else "retry"
-            entry.fail_revert(worker, attempt, mode, verdict.error or "refused", now)
-            summary.failed += 1
+        """Something else changed an entry while the call was out (an expiry, a reconcile, a
+        worker that took over an expired claim): judge on fresh state only what this worker
+        still holds, and save it alone."""
+        fresh = self.streams.load(Resource, list(judged.group.claimed))
+        # Settled by another writer while the call was out: no longer remaining either.
+        summary.remaining -= sum(1 for e in fresh.values() if not e.unresolved)
+        mine = {
+            i: e for i, e in fresh.items()
+            if e.claim_worker == worker and e.attempts == judged.group.claimed[i].attempts
+        }
+        if not mine:
+            return
+        again = self._judge(run_id, Group(judged.group.rows, mine), judged.verdict, worker)
+        try:
+            self.app.save(*mine.values(), again.line)
+        except IntegrityError:
+            log.warning("run %s: a verdict lost a race and will be retried", run_id)
+            return
+        summary.add(again.counts)
 
-    def _save_groups_apart(
-        self, run_id: UUID, results: list[tuple[Group, Verdict]], worker: str, by: str,
-        unresolved: int,
-    ) -> Summary:
-        """Something else changed an entry mid-call (an expiry, a reconcile): save each group on
-        fresh state, judging only what this worker still holds; answers what was recorded."""
-        summary = Summary(by=by, remaining=unresolved)
-        for group, verdict in results:
-            fresh = self.streams.load(Resource, list(group.claimed))
-            # Settled by another writer while the call was out: no longer remaining either.
-            summary.remaining -= sum(1 for e in fresh.values() if not e.unresolved)
-            mine = {
-                i: e for i, e in fresh.items()
-                if e.claim_worker == worker and e.attempts == group.claimed[i].attempts
-            }
-            if not mine:
-                continue
-            regrouped = Group(group.rows, mine)
-            counted = Summary()
-            line = self._apply(run_id, regrouped, verdict, worker, counted)
-            try:
-                self.app.save(*mine.values(), line)
-            except IntegrityError:
-                log.warning("run %s: a verdict lost a race and will be retried", run_id)
-                continue
-            summary.attempted += counted.attempted
-            summary.reverted += counted.reverted
-            summary.drifted += counted.drifted
-            summary.failed += counted.failed
-        summary.remaining -= summary.reverted
-        self.app.save(self._swept(run_id, summary))
-        return summary
+    def _swept(self, run_id: UUID, summary: Summary) -> LogEntry:
+        return LogEntry(
+            key=f"swept|{run_id}|{uuid4()}", run_id=run_id, kind="cleanup.swept",
+            detail=asdict(summary), at=self.clock(),
+        )

@@ -95,8 +95,9 @@ def _left(entry: EntryRow) -> str:
     why = entry.last_error or "not yet tried"
     if entry.terminal or entry.status == "drifted":
         why = f"not retried: {why}"
+    later = f"; next attempt at {entry.next_attempt:%H:%M:%S} UTC" if entry.next_attempt else ""
     return (f"{safe_text(entry.name)} {safe_text(entry.status)}, "
-            f"{entry.attempts} attempt{plural} — {safe_text(why)}")
+            f"{entry.attempts} attempt{plural} — {safe_text(why)}{later}")
 
 
 def _cleanup(run: RunRow) -> Text:

@@ -5,7 +5,7 @@ import os
 import sqlite3
 
 import psycopg
-from eventsourcing.persistence import PersistenceError
+from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
 
 from domain.text import safe_text
 from projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
@@ -57,6 +57,13 @@ STORE_ERRORS: tuple[type[BaseException], ...] = (
     PersistenceError, psycopg.Error, sqlite3.Error, OSError,
 )
 """What a driver raises when the store itself is in trouble."""
+
+OUTAGES: tuple[type[BaseException], ...] = (
+    OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
+    sqlite3.OperationalError, StoreError, NotInitialised, CannotCatchUp, ProjectionStuck,
+)
+"""Trouble that is the store's and not one run's: a leg that meets it stops and the runner
+says so once, instead of logging it again for every run it looks at."""
 
 _SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_FULL, _SQLITE_READONLY = 11, 26, 13, 8
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CANTOPEN, _SQLITE_IOERR = 5, 6, 14, 10

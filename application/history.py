@@ -15,7 +15,7 @@ from domain.status import CleanupStatus, cleanup_status
 from domain.step import Step
 
 STATE_FIELDS = ("state", "attempts", "terminal", "claim_worker", "claim_expires_at",
-                "last_error", "payload", "drift_current", "kept_by")
+                "next_attempt_at", "last_error", "payload", "drift_current", "kept_by", "note")
 
 
 @dataclass(frozen=True)

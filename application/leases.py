@@ -9,7 +9,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from application.answers import ApplyDone, Verdict, _parse, classify_revert, not_confirmed
+from application.answers import ApplyDone, Verdict, _parse, classify_restore, not_confirmed
 from application.deadline import call_with_deadline
 from application.modules import Action, Registry
 from application.settings import Settings
@@ -52,14 +52,17 @@ class CoreLease:
     def action(self) -> Action:
         return Action(CORE_LEASE, "core", perform=self.perform)
 
-    def check(self, params: dict[str, Any]) -> str | None:
-        """Why these params can never succeed, or None."""
+    def check(
+        self, params: dict[str, Any], elsewhere: Callable[[str], bool] = lambda _: False
+    ) -> str | None:
+        """Why these params can never succeed, or None. A lease this process has not loaded
+        is known if a live runner ``elsewhere`` serves it."""
         try:
             wanted = LeaseParams.model_validate(params)
         except ValidationError as error:
             first = error.errors()[0]
             return f"params.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-        if wanted.lease not in self.registry.leases:
+        if wanted.lease not in self.registry.leases and not elsewhere(wanted.lease):
             return f'no module registers the lease "{wanted.lease}"'
         if len(f"{wanted.lease}#{wanted.target}") > MAX_REF:
             return f"the lease ref {wanted.lease}#{wanted.target} is over {MAX_REF} characters"
@@ -121,7 +124,7 @@ class CoreLease:
             {"baseline": baseline, "expected": applied, "run_id": str(run_id), "target": target},
             seconds,
         )
-        return classify_revert(outcome, f"{lease_id}#{target}")
+        return classify_restore(outcome, f"{lease_id}#{target}", baseline)
 
     def _reserve(
         self, wanted: LeaseParams, run_id: UUID, key: str, until: datetime, now: datetime

@@ -12,12 +12,15 @@ import redis
 
 from application.loader import ModuleContext
 
-# Put the baseline back only if the key still holds what this run applied; otherwise answer
-# what is there now, and leave it alone.
+# Put the baseline back only if the key still holds what this run applied; a key that already
+# holds the baseline was restored before (a repeat after a crash); otherwise answer what is
+# there now, and leave it alone.
 RESTORE = """
 local current = redis.call('GET', KEYS[1])
 if current == false then current = nil end
 local expected = ARGV[1] ~= '' and ARGV[2] or nil
+local baseline = ARGV[3] ~= '' and ARGV[4] or nil
+if current == baseline and current ~= expected then return {1} end
 if current ~= expected then return {0, current or false} end
 if ARGV[3] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[4]) end
 return {1}

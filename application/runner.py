@@ -5,7 +5,7 @@ import threading
 from dataclasses import dataclass
 from uuid import UUID
 
-from application.cleanup import Cleanup, Summary
+from application.cleanup import Cleanup
 from application.errors import (
     STORE_ERRORS,
     CannotCatchUp,
@@ -18,6 +18,7 @@ from application.errors import (
 from application.reconcile import Reconciler
 from application.runs import AdvanceReport, Runs
 from application.settings import store_config
+from application.verdicts import Summary
 
 log = logging.getLogger("runledger.runner")
 

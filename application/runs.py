@@ -3,21 +3,20 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from application.answers import PerformDone, PerformFailed, parse_perform
-from application.deadline import call_with_deadline
-from application.errors import BadRequest
+from application.dispatch import Dispatcher
+from application.errors import OUTAGES, BadRequest
 from application.inputs import person
 from application.leases import CORE_LEASE, CoreLease
 from application.ledger import Ledger
-from application.modules import Action
 from application.parts import Parts, Service
+from application.serving import ServedElsewhere, nowhere, served_nowhere
 from application.spec_input import parse_spec
 from domain.errors import RunNotRunning
 from domain.progress import PhaseStatus, describe, ready_at, times
@@ -63,10 +62,19 @@ class TickBudget:
 class Runs(Service):
     """Runs executing their specs: starting, the advance leg, and a person's controls."""
 
-    def __init__(self, parts: Parts, ledger: Ledger, core_lease: CoreLease) -> None:
+    def __init__(
+        self, parts: Parts, ledger: Ledger, core_lease: CoreLease,
+        serving: Callable[[], ServedElsewhere] = served_nowhere,
+    ) -> None:
         super().__init__(parts)
         self.ledger = ledger
         self.core_lease = core_lease
+        self.serving = serving
+        self.elsewhere: ServedElsewhere = nowhere
+        self.dispatcher = Dispatcher(
+            app=parts.app, ledger=ledger, registry=parts.registry, core_lease=core_lease,
+            settings=parts.settings, clock=parts.clock,
+        )
         self._after: UUID | None = None
         self._first: list[UUID] = []
 
@@ -74,6 +82,7 @@ class Runs(Service):
         """Validate a spec against the loaded modules and start it; nothing is written if the
         spec is refused."""
         spec = parse_spec(document)
+        self.elsewhere = self.serving()
         self._check_actions(spec)
         now = self.clock()
         run = Run.start(run_id or uuid4(), spec.name, now, spec.model_dump(mode="json"))
@@ -103,6 +112,7 @@ class Runs(Service):
     def advance_leg(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
         """Dispatch due steps, within the tick's bounds, and move phases on."""
         self.projector.catch_up()
+        self.elsewhere = self.dispatcher.elsewhere = self.serving()
         report = AdvanceReport()
         budget = TickBudget(self.settings.steps_per_tick, self.settings.steps_per_run_tick)
         order = self._order()
@@ -117,6 +127,8 @@ class Runs(Service):
                     self._first.append(run_id)
             except (IntegrityError, RunNotRunning) as error:
                 log.debug("run %s moved under another runner: %s", run_id, error)
+            except OUTAGES:
+                raise  # the store's trouble, not this run's: the runner says so once
             except Exception:  # one run's failure must not stall the others
                 log.exception("advancing run %s failed; the leg goes on", run_id)
         return report
@@ -184,52 +196,12 @@ class Runs(Service):
             self.app.save(step)
 
     def _dispatch(self, run: Run, step: Step, worker: str, report: AdvanceReport) -> bool:
-        """Claim and perform one step; answers False when another runner took it first."""
-        action = self.core_lease.action if step.action == CORE_LEASE else (
-            self.registry.action(step.action)
-        )
-        now = self.clock()
-        budget_ms = (action.budget_ms if action else None) or self.settings.default_budget_ms
-        expires = now + timedelta(milliseconds=budget_ms, seconds=self.settings.claim_slack_s)
-        step.claim_dispatch(worker, now, expires)
-        try:
-            self.app.save(step)
-        except IntegrityError:
-            return False  # another runner took it
-        report.dispatched += 1
-        module = self._owner(step, action)
-        # Record before confirm: the placeholder stands before the world is touched.
-        placeholder = self.ledger.record_placeholder(
-            run.id, step.step_id, module, step.action, step.idempotency_key
-        )
-        if action is None or action.perform is None:
-            answer: PerformDone | PerformFailed = PerformFailed(
-                f'no module registers "{step.action}" with a perform()', final=True
-            )
-        else:
-            outcome = call_with_deadline(
-                action.perform,
-                {"params": step.params, "idempotency_key": step.idempotency_key,
-                 "run_id": str(run.id)},
-                budget_ms / 1000,
-            )
-            answer = parse_perform(outcome, step.action)
-        if isinstance(answer, PerformDone):
-            step.succeed(worker, len(answer.resources), self.clock())
-            self.ledger.supersede(placeholder, answer.resources, also=[step])
-            report.succeeded += 1
-        else:
-            step.fail(worker, answer.error, self.clock(), final=answer.final)
-            self.app.save(step)
-            report.failed += 1
-        return True
-
-    def _owner(self, step: Step, action: Action | None) -> str:
-        """The module an entry belongs to: for a lease, the module that registers the lease."""
-        if step.action == CORE_LEASE:
-            lease = self.registry.leases.get(str(step.params.get("lease")))
-            return lease.module if lease else "core"
-        return action.module if action else "unknown"
+        """One attempt at a step; answers False when it was not this runner's to make."""
+        outcome = self.dispatcher.dispatch(run.id, step, worker)
+        report.dispatched += outcome != "not_mine"
+        report.succeeded += outcome == "succeeded"
+        report.failed += outcome == "failed"
+        return outcome != "not_mine"
 
     def _next_phase(self, run: Run, spec: RunSpec, by: str | None) -> str:
         if run.phase + 1 >= len(spec.phases):
@@ -245,13 +217,13 @@ class Runs(Service):
             for s, step in enumerate(phase.steps):
                 where = f"phases.{p}.steps.{s}"
                 if step.action == CORE_LEASE:
-                    problem = self.core_lease.check(step.params)
+                    problem = self.core_lease.check(step.params, self.elsewhere)
                     if problem:
                         raise BadRequest(f"{where}.{problem}" if problem.startswith("params")
                                          else f"{where}: {problem}")
                     continue
                 action = self.registry.action(step.action)
-                if action is None or action.perform is None:
+                if (action is None or action.perform is None) and not self.elsewhere(step.action):
                     raise BadRequest(f'{where}.action: no module registers "{step.action}"')
 
     def _load(self, run_id: UUID) -> tuple[Run, RunSpec]:

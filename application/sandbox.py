@@ -220,6 +220,8 @@ class SandboxWorld:
             self._count(db, f"restore:{lease}", target)
             row = db.execute("SELECT value FROM props WHERE target = ?", (name,)).fetchone()
             current = json.loads(row[0]) if row else DEFAULTS.get(name.partition(":")[0])
+            if current == baseline and current != expected:
+                return {"ok": True}  # restored before: a repeat after a crash finds it done
             if current != expected:
                 return {"drifted": True, "current": current}
             db.execute("INSERT OR REPLACE INTO props VALUES (?, ?)", (name, json.dumps(baseline)))

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from application.errors import ConfigError
+from domain.backoff import Backoff
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
 # fullmatch, never "$": "$" also matches before a final newline ("abc\n" would pass).
@@ -25,6 +26,8 @@ ENV_NAMES = {
     "steps_per_run_tick": "EVENT_STEPS_PER_RUN_TICK",
     "steps_per_tick": "EVENT_STEPS_PER_TICK",
     "lease_max_s": "EVENT_LEASE_MAX_S",
+    "retry_delays_s": "EVENT_RETRY_DELAYS_S",
+    "retry_jitter": "EVENT_RETRY_JITTER",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
 }
@@ -42,10 +45,33 @@ class Settings(BaseModel, frozen=True):
     steps_per_tick: int = Field(50, ge=1)
     lease_max_s: int = Field(86_400, ge=1)
     default_budget_ms: int = Field(10_000, ge=1)
-    claim_slack_s: float = Field(30.0, ge=0)
+    # A claim covers one call: its budget, plus this much for saving the verdict after it.
+    claim_slack_s: float = Field(5.0, ge=0, allow_inf_nan=False)
+    retry_delays_s: tuple[float, ...] = (5.0, 30.0, 120.0)
+    retry_jitter: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
     modules_dir: str | None = None
     builtin_modules: str = "sandbox"
     module_settings: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("retry_delays_s", mode="before")
+    @classmethod
+    def _delays(cls, value: object) -> object:
+        """``"5,30,120"`` from the environment; each delay a finite number of seconds >= 0."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list | tuple):
+            return value
+        try:
+            delays = tuple(float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError("must be seconds separated by commas, e.g. 5,30,120") from None
+        if not delays or any(not 0 <= d <= 86_400 for d in delays):
+            raise ValueError("each delay must be between 0 and 86400 seconds")
+        return delays
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.retry_delays_s, self.retry_jitter)
 
     def builtin_names(self) -> list[str]:
         return [name.strip() for name in self.builtin_modules.split(",") if name.strip()]

@@ -30,6 +30,7 @@ from application.settings import StoreConfig
 from application.transcoding import FastJSONTranscoder
 from projections.backend import Backend, Cursor
 from projections.postgres import PostgresBackend
+from projections.schema import missing_columns
 from projections.sqlite import SQLiteBackend
 
 A = TypeVar("A", bound=Aggregate)
@@ -63,6 +64,7 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         _binary_inserts(app)
         backend = _backend(app)
         missing = backend.missing_tables()
+        older = [] if missing else missing_columns(backend)
     except STORE_ERRORS as error:
         if app is not None:
             app.close()
@@ -72,6 +74,12 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         raise NotInitialised(
             f"the {config.display} has no runledger tables ({', '.join(missing)}); "
             "run `runledger init` first"
+        )
+    if older:
+        app.close()
+        raise NotInitialised(
+            f"the {config.display} was made by an earlier runledger: its tables lack "
+            f"{', '.join(older)}; run `runledger init` to add them"
         )
     return app, backend
 

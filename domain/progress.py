@@ -72,9 +72,13 @@ def _why_steps(waiting: list[Step], now: datetime) -> str:
         if step.under_live_claim(now):
             reasons.append(f"step {step.step_id} is being dispatched (attempt {step.attempts})")
         elif step.last_error:
+            when = (
+                f"next attempt at {step.next_attempt_at:%H:%M:%S} UTC"
+                if step.next_attempt_at is not None and step.next_attempt_at > now
+                else "it will be retried"
+            )
             reasons.append(
-                f"step {step.step_id} failed {times(step.attempts)}: {step.last_error}; "
-                "it will be retried"
+                f"step {step.step_id} failed {times(step.attempts)}: {step.last_error}; {when}"
             )
         else:
             reasons.append(f"step {step.step_id} waits for the runner to dispatch it")

@@ -55,12 +55,14 @@ class Resource(Aggregate):
     class Reverted(Aggregate.Event):
         attempt: int
         at: datetime
+        note: str | None = None
 
     class RevertFailed(Aggregate.Event):
         attempt: int
         mode: str
         error: str
         at: datetime
+        next_attempt_at: datetime | None = None
 
     class Drifted(Aggregate.Event):
         attempt: int
@@ -121,6 +123,8 @@ class Resource(Aggregate):
         self.last_error: str | None = None
         self.drift_current: Any = None
         self.kept_by: str | None = None
+        self.next_attempt_at: datetime | None = None
+        self.note: str | None = None
 
     @property
     def is_placeholder(self) -> bool:
@@ -137,6 +141,10 @@ class Resource(Aggregate):
     def under_live_claim(self, now: datetime) -> bool:
         return self.claim_expires_at is not None and self.claim_expires_at > now
 
+    def due(self, now: datetime) -> bool:
+        """Whether the back-off after its last failure has passed."""
+        return self.next_attempt_at is None or self.next_attempt_at <= now
+
     def retryable(self, now: datetime, max_attempts: int) -> bool:
         """SPEC's rule: may automatic cleanup attempt this entry now?"""
         return (
@@ -145,6 +153,7 @@ class Resource(Aggregate):
             and not self.terminal
             and self.attempts < max_attempts
             and not self.under_live_claim(now)
+            and self.due(now)
         )
 
     def supersede(self, at: datetime) -> None:
@@ -161,15 +170,23 @@ class Resource(Aggregate):
             attempt=self.attempts + 1, worker=worker, expires_at=expires_at, at=at
         )
 
-    def mark_reverted(self, worker: str, attempt: int, at: datetime) -> None:
-        self._guard_claim(worker, attempt)
-        self._reverted(attempt=attempt, at=at)
-
-    def fail_revert(
-        self, worker: str, attempt: int, mode: FailureMode, error: str, at: datetime
+    def mark_reverted(
+        self, worker: str, attempt: int, at: datetime, note: str | None = None
     ) -> None:
         self._guard_claim(worker, attempt)
-        self._revert_failed(attempt=attempt, mode=mode, error=error, at=at)
+        self._reverted(attempt=attempt, at=at, note=note)
+
+    def fail_revert(
+        self, worker: str, attempt: int, mode: FailureMode, error: str, at: datetime,
+        next_attempt_at: datetime | None = None,
+    ) -> None:
+        """A failed attempt; ``next_attempt_at`` is when a retry may start (never for a
+        terminal failure, which waits for a person)."""
+        self._guard_claim(worker, attempt)
+        self._revert_failed(
+            attempt=attempt, mode=mode, error=error, at=at,
+            next_attempt_at=None if mode == "terminal" else next_attempt_at,
+        )
 
     def mark_drifted(
         self, worker: str, attempt: int, current: Any, error: str, at: datetime
@@ -203,6 +220,8 @@ class Resource(Aggregate):
             return f"{name} failed terminally; only a person can ask again"
         if self.attempts >= max_attempts:
             return f"{name} has used its {max_attempts} attempts"
+        if not self.due(now):
+            return f"{name} waits until {self.next_attempt_at} for its next attempt"
         return f"{name} is claimed by {self.claim_worker} until {self.claim_expires_at}"
 
     def _guard_claim(self, worker: str, attempt: int) -> None:
@@ -231,18 +250,24 @@ class Resource(Aggregate):
         self.attempts = attempt
         self.claim_worker = worker
         self.claim_expires_at = expires_at
+        self.next_attempt_at = None
 
     @event(Reverted)
-    def _reverted(self, attempt: int, at: datetime) -> None:
+    def _reverted(self, attempt: int, at: datetime, note: str | None = None) -> None:
         self.state = "reverted"
+        self.note = note
         self._release()
 
     @event(RevertFailed)
-    def _revert_failed(self, attempt: int, mode: str, error: str, at: datetime) -> None:
+    def _revert_failed(
+        self, attempt: int, mode: str, error: str, at: datetime,
+        next_attempt_at: datetime | None = None,
+    ) -> None:
         self.state = "failing"
         self.terminal = mode == "terminal"
         self.last_error = error
         self._release()
+        self.next_attempt_at = next_attempt_at
 
     @event(Drifted)
     def _drifted(self, attempt: int, current: Any, error: str, at: datetime) -> None:
@@ -266,6 +291,7 @@ class Resource(Aggregate):
         # A person asking again is the one thing that lifts a terminal failure or a drift.
         self.attempts = 0
         self.terminal = False
+        self.next_attempt_at = None
         if self.state == "drifted":
             self.state = "failing"
         self._release()

@@ -48,6 +48,7 @@ class Step(Aggregate):
         error: str
         at: datetime
         final: bool = False
+        next_attempt_at: datetime | None = None
 
     @staticmethod
     def create_id(run_id: UUID, step_id: str) -> UUID:
@@ -69,6 +70,7 @@ class Step(Aggregate):
         self.claim_expires_at: datetime | None = None
         self.last_error: str | None = None
         self.done_at: datetime | None = None
+        self.next_attempt_at: datetime | None = None
 
     @property
     def idempotency_key(self) -> str:
@@ -77,11 +79,16 @@ class Step(Aggregate):
     def under_live_claim(self, now: datetime) -> bool:
         return self.claim_expires_at is not None and self.claim_expires_at > now
 
+    def due(self, now: datetime) -> bool:
+        """Whether the back-off after its last failure has passed."""
+        return self.next_attempt_at is None or self.next_attempt_at <= now
+
     def dispatchable(self, now: datetime) -> bool:
         return (
             self.state == "waiting"
             and self.attempts < MAX_STEP_ATTEMPTS
             and not self.under_live_claim(now)
+            and self.due(now)
         )
 
     def claim_dispatch(self, worker: str, at: datetime, expires_at: datetime) -> None:
@@ -96,12 +103,16 @@ class Step(Aggregate):
             at=at,
         )
 
-    def fail(self, worker: str, error: str, at: datetime, *, final: bool = False) -> None:
-        """A failed attempt; ``final`` when the module said retrying cannot help."""
+    def fail(
+        self, worker: str, error: str, at: datetime, *, final: bool = False,
+        next_attempt_at: datetime | None = None,
+    ) -> None:
+        """A failed attempt; ``final`` when the module said retrying cannot help, else
+        ``next_attempt_at`` is when the next attempt may start."""
         self._guard_holder(worker)
         self._failed(
             run_id=self.run_id, step_id=self.step_id, attempt=self.attempts, error=error, at=at,
-            final=final,
+            final=final, next_attempt_at=None if final else next_attempt_at,
         )
 
     def abandon(self, at: datetime) -> None:
@@ -128,6 +139,7 @@ class Step(Aggregate):
         self.attempts = attempt
         self.claim_worker = worker
         self.claim_expires_at = expires_at
+        self.next_attempt_at = None
 
     @event(Succeeded)
     def _succeeded(
@@ -141,10 +153,11 @@ class Step(Aggregate):
     @event(Failed)
     def _failed(
         self, run_id: UUID, step_id: str, attempt: int, error: str, at: datetime,
-        final: bool = False,
+        final: bool = False, next_attempt_at: datetime | None = None,
     ) -> None:
         self.last_error = error
         self.claim_worker = None
         self.claim_expires_at = None
+        self.next_attempt_at = next_attempt_at
         if final or attempt >= MAX_STEP_ATTEMPTS:
             self.state = "gave_up"

@@ -50,11 +50,17 @@ def lazy_event(
     topic: str, originator_id: str, version: int, state: bytes,
     transcodings: dict[str, Transcoding],
 ) -> Any:
-    event = object.__new__(lazy_class(topic, transcodings))
+    cls = lazy_class(topic, transcodings)
+    event = object.__new__(cls)
     raw = parse_state(state)
     fields = event.__dict__
-    # Plain values need no reviving: only typed and nested ones wait for first access.
-    fields.update({k: v for k, v in raw.items() if type(v) in _PLAIN})
+    # Plain values need no reviving: only typed and nested ones wait for first access. A field
+    # with a default is a class attribute, which __getattr__ would never be asked about: it is
+    # revived now, or the default would be read instead of the stored value.
+    fields.update({
+        k: v if type(v) in _PLAIN else revive(v, transcodings)
+        for k, v in raw.items() if type(v) in _PLAIN or hasattr(cls, k)
+    })
     fields.update(_raw=raw, originator_id=originator_id, originator_version=version)
     return event
 

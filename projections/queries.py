@@ -40,6 +40,7 @@ class EntryRow:
     last_error: str | None
     drift_current: Any
     version: int
+    next_attempt: datetime | None = None
 
     @property
     def name(self) -> str:
@@ -55,7 +56,7 @@ class EntryRow:
             attempts=row["attempts"], terminal=bool(row["terminal"]),
             claim_worker=row["claim_worker"], claim_expires=_time(row["claim_expires"]),
             last_error=row["last_error"], drift_current=_json(row["drift_current"]),
-            version=row["version"],
+            version=row["version"], next_attempt=_time(row["next_attempt"]),
         )
 
 
@@ -85,9 +86,11 @@ _OPEN = (
     f"r.status IN {OPEN_STATES} AND r.terminal = 0 AND "
     "(r.attempts < %s OR (r.claim_expires IS NOT NULL AND r.claim_expires > %s))"
 )
+# ... that is not under a live claim and whose back-off has passed: the work a sweep may take now.
 _RETRYABLE = (
     f"r.status IN {OPEN_STATES} AND r.terminal = 0 AND r.attempts < %s "
-    "AND (r.claim_expires IS NULL OR r.claim_expires <= %s)"
+    "AND (r.claim_expires IS NULL OR r.claim_expires <= %s) "
+    "AND (r.next_attempt IS NULL OR r.next_attempt <= %s)"
 )
 
 
@@ -196,7 +199,7 @@ class Queries:
         and running runs holding a lease past its ``until``, the longest waiting first. Served by
         the open-entries index."""
         stamp = now.timestamp()
-        rows = self._rows(CANDIDATES, [stamp, max_attempts, stamp, limit])
+        rows = self._rows(CANDIDATES, [stamp, max_attempts, stamp, stamp, limit])
         return [UUID(row["run_id"]) for row in rows]
 
     def retryable_entries(
@@ -207,7 +210,7 @@ class Queries:
         run, and a group cut at the page's end is simply finished by the next pass."""
         stamp = now.timestamp()
         lease_clause = "AND r.kind = 'override' AND r.until <= %s" if overdue_leases_only else ""
-        params: list[Any] = [str(run_id), max_attempts, stamp]
+        params: list[Any] = [str(run_id), max_attempts, stamp, stamp]
         if overdue_leases_only:
             params.append(stamp)
         rows = self._rows(

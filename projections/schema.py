@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from projections.backend import Backend, Cursor
 
 # Entries automatic cleanup may still work; the sweep's candidate query reads only this index,
@@ -37,7 +39,8 @@ TABLE_DDL: dict[str, list[str]] = {
             until DOUBLE PRECISION, status TEXT NOT NULL, attempts INTEGER NOT NULL,
             terminal INTEGER NOT NULL, claim_worker TEXT, claim_expires DOUBLE PRECISION,
             last_error TEXT, drift_current TEXT, recorded_at DOUBLE PRECISION NOT NULL,
-            updated_at DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL)""",
+            updated_at DOUBLE PRECISION NOT NULL, next_attempt DOUBLE PRECISION,
+            version BIGINT NOT NULL)""",
         f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}_open ON {{rl_resources}} (run_id)
             WHERE status IN {OPEN_STATES} AND terminal = 0""",
         f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}_unresolved ON {{rl_resources}}
@@ -56,6 +59,37 @@ TABLE_DDL: dict[str, list[str]] = {
 }
 
 
+# Columns added after a table was first created: `runledger init` adds them to an older store.
+# Each is NULL for every event written before it, which is what replaying those events gives.
+ADDED_COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "rl_resources": [("next_attempt", "DOUBLE PRECISION")],
+}
+
+
+def columns(backend: Backend, cursor: Cursor, table: str) -> set[str]:
+    cursor.execute(backend.sql(f"SELECT * FROM {{{table}}} LIMIT 0"))
+    # The library's SQLite cursor wraps sqlite3's and does not pass its description on.
+    inner: Any = getattr(cursor, "sqlite_cursor", cursor)
+    return {str(column[0]) for column in inner.description or []}
+
+
+def add_columns(backend: Backend, cursor: Cursor) -> None:
+    for table, added in ADDED_COLUMNS.items():
+        present = columns(backend, cursor, table)
+        for name, kind in added:
+            if name not in present:
+                cursor.execute(backend.sql(f"ALTER TABLE {{{table}}} ADD COLUMN {name} {kind}"))
+
+
+def missing_columns(backend: Backend) -> list[str]:
+    """Columns a newer runledger reads that this store's tables lack (``table.column``)."""
+    with backend.transaction(commit=False) as cursor:
+        return [
+            f"{table}.{name}" for table, added in ADDED_COLUMNS.items()
+            for name, _ in added if name not in columns(backend, cursor, table)
+        ]
+
+
 def create_table(backend: Backend, cursor: Cursor, table: str, *, indexes: bool = True) -> None:
     statements = TABLE_DDL[table] if indexes else TABLE_DDL[table][:1]
     for statement in statements:
@@ -71,6 +105,7 @@ def create_tables(backend: Backend, cursor: Cursor, view_names: list[str]) -> No
     """Create the projection tables and their tracking rows; safe to run again."""
     for table in TABLE_DDL:
         create_table(backend, cursor, table)
+    add_columns(backend, cursor)
     insert = backend.sql(
         "INSERT INTO {rl_tracking} (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING"
     )

@@ -162,7 +162,7 @@ def _changed(row: Row | None, event: Any, **changes: Any) -> Row:
     return _require(row, event) | changes | stamp
 
 
-_RELEASED = {"claim_worker": None, "claim_expires": None}
+_RELEASED = {"claim_worker": None, "claim_expires": None, "next_attempt": None}
 
 
 @apply_resource.register
@@ -175,7 +175,7 @@ def _(event: Resource.Recorded, row: Row | None) -> Row:
         "status": "placeholder" if event.kind == "@step" else "live", "attempts": 0,
         "terminal": 0, "claim_worker": None, "claim_expires": None, "last_error": None,
         "drift_current": None, "recorded_at": epoch(event.at), "updated_at": epoch(event.at),
-        "version": event.originator_version,
+        "next_attempt": None, "version": event.originator_version,
     }
 
 
@@ -188,7 +188,7 @@ def _(event: Resource.Superseded, row: Row | None) -> Row:
 def _(event: Resource.RevertClaimed, row: Row | None) -> Row:
     return _changed(
         row, event, attempts=event.attempt, claim_worker=event.worker,
-        claim_expires=epoch(event.expires_at),
+        claim_expires=epoch(event.expires_at), next_attempt=None,
     )
 
 
@@ -201,7 +201,7 @@ def _(event: Resource.Reverted, row: Row | None) -> Row:
 def _(event: Resource.RevertFailed, row: Row | None) -> Row:
     return _changed(
         row, event, status="failing", terminal=int(event.mode == "terminal"),
-        last_error=event.error, **_RELEASED,
+        last_error=event.error, **_RELEASED | {"next_attempt": epoch(event.next_attempt_at)},
     )
 
 
@@ -242,7 +242,8 @@ class ResourcesView(RowView):
     columns = (
         "entry_id", "run_id", "step", "kind", "ref", "module", "action", "idempotency_key",
         "payload", "member_key", "until", "status", "attempts", "terminal", "claim_worker",
-        "claim_expires", "last_error", "drift_current", "recorded_at", "updated_at", "version",
+        "claim_expires", "last_error", "drift_current", "recorded_at", "updated_at",
+        "next_attempt", "version",
     )
     events = (
         Resource.Recorded, Resource.Superseded, Resource.RevertClaimed, Resource.Reverted,

@@ -14,7 +14,7 @@ from application.bootstrap import Runledger, bootstrap, init_store
 from application.modules import Registry
 from application.settings import Settings
 from application.store import LedgerApp
-from tests.game import SPAWN, Clock, Game, runledgers
+from tests.game import NO_BACKOFF, SPAWN, Clock, Game, runledgers
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("RUNLEDGER_REQUIRE_POSTGRES") == "1"
@@ -98,7 +98,8 @@ def make_runledger(store_url: str, registry: Registry) -> Iterator[Factory]:
     opened: list[Runledger] = []
 
     def make(**settings: object) -> Runledger:
-        rl = bootstrap(Settings(database_url=store_url, **settings), registry)  # type: ignore[arg-type]
+        given = NO_BACKOFF | settings
+        rl = bootstrap(Settings(database_url=store_url, **given), registry)  # type: ignore[arg-type]
         opened.append(rl)
         return rl
 

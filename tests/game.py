@@ -30,6 +30,8 @@ MODULE = "game"
 LEASE = "weather"
 SPAWN = "game.spawn"
 START = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
+# Tests whose subject is not the back-off retry at once; those about it set their own delays.
+NO_BACKOFF: dict[str, Any] = {"retry_delays_s": (0.0,)}
 
 Answer = Callable[[dict[str, Any], str], Any]
 """A scripted perform: given the step's params and its idempotency key, answers (or raises)."""
@@ -182,7 +184,7 @@ def runledgers(url: str, registry: Registry, clock: Clock) -> Iterator[Callable[
     opened: list[Runledger] = []
 
     def open_one(**settings: Any) -> Runledger:
-        rl = bootstrap(Settings(database_url=url, **settings), registry, clock=clock)
+        rl = bootstrap(Settings(database_url=url, **NO_BACKOFF | settings), registry, clock=clock)
         opened.append(rl)
         return rl
 

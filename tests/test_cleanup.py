@@ -266,7 +266,7 @@ def test_a_drifted_lease_is_left_alone_with_the_current_value(
     assert status(rl, run) == "incomplete"
 
 
-def test_an_action_no_module_registers_fails_terminally_naming_it(
+def test_an_action_no_live_runner_serves_is_retried_then_fails_terminally_naming_it(
     rl: Runledger, clock: Any
 ) -> None:
     run = rl.ledger.start_run("orphan module")
@@ -274,11 +274,17 @@ def test_an_action_no_module_registers_fails_terminally_naming_it(
     rl.ledger.complete_run(run)
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
-    assert (row.status, row.attempts, row.terminal) == ("failing", 1, True)
-    assert row.last_error is not None and '"gone.spawn"' in row.last_error
+    assert (row.status, row.attempts, row.terminal) == ("failing", 1, False)
+    assert row.last_error == "no live runner serves gone.spawn"
+    assert status(rl, run) == "pending"
+    rl.cleanup.sweep("w1")
+    rl.cleanup.sweep("w1")
+    row = entry(rl, c1)
+    assert (row.status, row.attempts, row.terminal) == ("failing", 3, True)
+    assert row.last_error is not None and 'no module registers "gone.spawn"' in row.last_error
     assert status(rl, run) == "incomplete"
-    [call] = lines(rl, run, "cleanup.failed")
-    assert "gone.spawn" in call.detail["error"]
+    calls = lines(rl, run, "cleanup.failed")
+    assert all("gone.spawn" in call.detail["error"] for call in calls) and len(calls) == 3
 
 
 def test_an_action_without_revert_fails_terminally_naming_it(
@@ -294,7 +300,7 @@ def test_an_action_without_revert_fails_terminally_naming_it(
     assert row.last_error is not None and "oneway.spawn" in row.last_error
 
 
-def test_a_lease_no_module_registers_fails_terminally_naming_it(
+def test_a_lease_no_live_runner_serves_is_retried_then_fails_terminally_naming_it(
     rl: Runledger, clock: Any
 ) -> None:
     run = rl.ledger.start_run("weather")
@@ -302,8 +308,13 @@ def test_a_lease_no_module_registers_fails_terminally_naming_it(
     rl.ledger.complete_run(run)
     rl.cleanup.sweep("w1")
     row = entry(rl, held)
-    assert (row.status, row.terminal, row.attempts) == ("failing", True, 1)
-    assert row.last_error is not None and "weather#plaza" in row.last_error
+    assert (row.status, row.terminal, row.attempts) == ("failing", False, 1)
+    assert row.last_error == "no live runner serves weather"
+    rl.cleanup.sweep("w1")
+    rl.cleanup.sweep("w1")
+    row = entry(rl, held)
+    assert (row.status, row.terminal, row.attempts) == ("failing", True, 3)
+    assert row.last_error is not None and '"weather"' in row.last_error
 
 
 def test_an_answer_that_says_both_ok_and_drifted_does_not_read_as_given_back(

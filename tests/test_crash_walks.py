@@ -555,3 +555,41 @@ def test_a_slow_sweep_keeps_its_claims_until_its_calls_are_made_so_no_other_runn
     attempts = {e.ref: len(of_type(found[e.entry_id], Resource.RevertClaimed)) for e in named}
     # Nothing failed, nothing died: one claim and one call per entry.
     assert (dict(calls), attempts) == ({e.ref: 1 for e in named}, {e.ref: 1 for e in named})
+
+
+GROUPS = 6
+
+
+def reverts(procs: Runners) -> list[dict[str, object]]:
+    return [c for c in read_calls(procs.calls) if c["call"] == "revert"]
+
+
+@pytest.mark.parametrize("answered", [0, 2, 5])
+def test_a_runner_killed_after_k_calls_leaves_only_the_call_in_flight_to_be_made_again(
+    observer: Runledger, runners: Runners, answered: int
+) -> None:
+    rl = observer
+    run_id = rl.runs.start(spec("six groups", {f"s{i}": 1 for i in range(GROUPS)}))
+    runners.start("sweeper", "--revert-ms", "400", *QUICK)
+    # A line is written as a call starts: k answered calls, and the (k+1)-th in flight.
+    runners.wait_until(lambda: len(reverts(runners)) >= answered + 1, "the sweep to be under way")
+    runners.kill("sweeper")
+    killed = reverts(runners)
+    assert len(killed) == answered + 1  # the kill landed inside call k+1, before any other
+    in_flight = killed[-1]["key"]
+    runners.start("finisher", *QUICK)
+    runners.wait_until(lambda: settled(rl, [run_id]), "the finisher to give everything back")
+    runners.stop("finisher")
+
+    calls = Counter(str(c["key"]) for c in reverts(runners))
+    assert len(calls) == GROUPS
+    assert {key: n for key, n in calls.items() if n > 1} == {in_flight: 2}
+    found = histories(rl)
+    named = [e for e in rl.queries.entries(run_id) if e.kind != PLACEHOLDER_KIND]
+    for entry in named:
+        events = found[entry.entry_id]
+        claims = of_type(events, Resource.RevertClaimed)
+        assert len(claims) == calls[entry.idempotency_key], entry.ref  # attempts = calls made
+        assert len(of_type(events, Resource.Reverted)) == 1
+    (row,) = run_rows(rl, [run_id])
+    assert row.cleanup_status == "complete"

@@ -110,7 +110,7 @@ def stage_festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) ->
     run, ids = festival.run, festival.ids
 
     def spawn_answer(resources: list[dict[str, Any]], key: str) -> Any:
-        if resources:  # the sweep's first call: every claim of the pass is held, none judged
+        if resources:  # the sweep's first call: its group's claims are held, none judged
             clock.tick(15)
             festival.console[MID_SWEEP] = what_the_console_shows(rl, run)
             clock.tick(15)
@@ -172,7 +172,10 @@ def festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) -> Festi
 
 def expected_history(f: Festival) -> dict[str, list[tuple[str, str | None, str, datetime]]]:
     """Each subject's lines: (event, actor, outcome, time)."""
-    claimed = ("RevertClaimed", "w1", "attempt 1", minute(40))
+    # A pass claims each group right before its call: the spawn group's call took 30 s, and
+    # every later group was claimed after its verdict was saved.
+    first = ("RevertClaimed", "w1", "attempt 1", minute(40))
+    claimed = ("RevertClaimed", "w1", "attempt 1", minute(40.5))
     reverted = ("Reverted", "w1", "reverted", minute(40.5))
     by_hand = [("RevertClaimed", "alice (manual)", "attempt 1", minute(60)),
                ("Reverted", "alice (manual)", "reverted", minute(60))]
@@ -180,9 +183,9 @@ def expected_history(f: Festival) -> dict[str, list[tuple[str, str | None, str, 
         "run": [("Started", None, "running", START), ("Completed", None, "completed", minute(30))],
         f.placeholder("spawn"): [("Recorded", None, "placeholder", minute(1)),
                                  ("Superseded", None, "superseded", minute(1.5))],
-        "creature:c1": [("Recorded", None, "live", minute(1.5)), claimed, reverted],
+        "creature:c1": [("Recorded", None, "live", minute(1.5)), first, reverted],
         "creature:c2": [
-            ("Recorded", None, "live", minute(1.5)), claimed,
+            ("Recorded", None, "live", minute(1.5)), first,
             ("RevertFailed", "w1", f'retry: {SPAWN} could not give "c2" back', minute(40.5)),
             ("Kept", "bob", "kept", minute(50)),
         ],
@@ -216,11 +219,8 @@ def expected_states(f: Festival) -> dict[datetime, States]:
         f.placeholder("build"): ("superseded", 0), "structure:s1": ("live", 0),
         f.placeholder("lost"): ("placeholder", 0),
     }
-    claims_held = mid_run | {
-        name: (state, 1) for name, (state, _) in mid_run.items()
-        if name in ("creature:c1", "creature:c2", "zone:z2", LEASE, "structure:s1",
-                    f.placeholder("lost"))
-    }
+    # Mid-sweep, only the group whose call is out holds its claims: the others wait their turn.
+    claims_held = mid_run | {"creature:c1": ("live", 1), "creature:c2": ("live", 1)}
     after_sweep = mid_run | {
         "creature:c1": ("reverted", 1), "creature:c2": ("failing", 1),
         "zone:z2": ("reverted", 1), LEASE: ("drifted", 1), "structure:s1": ("failing", 1),
@@ -640,7 +640,7 @@ def test_stepping_a_drifted_lease_shows_baseline_applied_and_current_where_they_
     stepping = rl.history.step(festival.ids[LEASE])
     assert (stepping.name, stepping.total) == (LEASE, 6)
     assert [(f.version, f.event, f.at) for f in stepping.frames] == [
-        (1, "Recorded", minute(5)), (2, "RevertClaimed", minute(40)),
+        (1, "Recorded", minute(5)), (2, "RevertClaimed", minute(40.5)),
         (3, "Drifted", minute(40.5)), (4, "AttemptsReset", minute(60)),
         (5, "RevertClaimed", minute(60)), (6, "Reverted", minute(60)),
     ]

@@ -92,7 +92,7 @@ def test_the_sweeps_candidate_query_reads_the_open_entries_index(rl: Runledger) 
         if not sqlite:
             cursor.execute("SET LOCAL enable_seqscan = off")
         explain = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
-        cursor.execute(explain + rl.backend.sql(CANDIDATES), [0.0, 3, 0.0, 10])
+        cursor.execute(explain + rl.backend.sql(CANDIDATES), [0.0, 3, 0.0, 0.0, 10])
         plan = " ".join(str([row[k] for k in row.keys()]) for row in cursor.fetchall())  # noqa: SIM118
     assert "rl_resources_open" in plan or "rl_resources_target" in plan or (
         "rl_resources_unresolved" in plan

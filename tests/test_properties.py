@@ -35,6 +35,7 @@ from domain.resource import LEASE_KIND, Resource
 from domain.run import Run
 from domain.status import CleanupStatus, cleanup_status
 from tests.conftest import drop_pg_url, new_pg_url
+from tests.game import NO_BACKOFF
 from tests.world import World
 
 START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -139,7 +140,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.world.answer(ACTION, lambda resources, _: revert_answer(self.verdict, resources))
         self.world.restore_answer = self._restore
         self.restored: Counter[str] = Counter()
-        settings = Settings(database_url=self.url, max_revert_attempts=MAX_ATTEMPTS)
+        settings = Settings(
+            database_url=self.url, max_revert_attempts=MAX_ATTEMPTS, **NO_BACKOFF
+        )
         self.rl = bootstrap(settings, self.registry, clock=self.clock)
         self.runs: dict[UUID, str] = {}
         self.entries: list[UUID] = []
