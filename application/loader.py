@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import logging
 import sys
+import time
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -123,18 +124,23 @@ class Loader:
         return found
 
     def close(self) -> None:
+        """Every module's closers, all within ``close_budget_s`` together."""
+        deadline = time.monotonic() + self.close_budget_s
         for hosted in self.hosted:
-            self._run_closers(hosted.name, hosted.registration)
+            self._run_closers(hosted.name, hosted.registration, deadline)
 
-    def _run_closers(self, name: str, registration: Registration) -> None:
-        """A module's closers, each within a budget: one that hangs or raises is logged and
-        passed over, so closing never waits on a module."""
+    def _run_closers(self, name: str, registration: Registration, deadline: float) -> None:
+        """A closer that hangs or raises is logged and passed over (a hung one is abandoned in
+        its daemon thread): closing never waits on a module past the deadline."""
         for closer in registration.closers:
+            budget = max(0.05, deadline - time.monotonic())
             with watching(name):
-                outcome = call_with_deadline(closer, {}, self.close_budget_s, raw=True,
+                outcome = call_with_deadline(closer, {}, budget, raw=True,
                                              name=f"module-close-{name}")
-            if isinstance(outcome, TimedOut | Raised):
-                log.warning("closing module %s: %s", name, _failure("a closer", outcome))
+            if isinstance(outcome, TimedOut):
+                log.warning("closing module %s: a closer did not finish and was left behind", name)
+            elif isinstance(outcome, Raised):
+                log.warning("closing module %s: a closer raised %s", name, outcome.message)
 
     def _start(self, folder: Path, manifest: Manifest, status: ModuleStatus) -> None:
         if manifest.name in RESERVED_NAMES:
@@ -161,7 +167,8 @@ class Loader:
         try:
             self._register(imported.value, manifest.name, context, registration, scratch)
         except ModuleFailed:
-            self._run_closers(manifest.name, registration)  # what it started before failing
+            # what it started before failing is stopped
+            self._run_closers(manifest.name, registration, time.monotonic() + self.close_budget_s)
             raise
         self.registry.actions.update(scratch.actions)
         self.registry.leases.update(scratch.leases)
