@@ -264,8 +264,9 @@ def _leave(code: int | str | None) -> NoReturn:
     stuck = left_behind(SHUTDOWN_GRACE_S)
     if not stuck:
         sys.exit(code)
-    for module, threads in sorted(stuck.items()):
-        print(f"runledger: module {safe_text(module)} left {len(threads)} thread(s) running "
+    for module, threads in sorted(stuck.items(), key=lambda found: found[0] or ""):
+        who = f"module {safe_text(module)}" if module else "an unidentified owner"
+        print(f"runledger: {who} left {len(threads)} thread(s) running "
               f"({safe_text(', '.join(threads))}); exiting without them", file=sys.stderr)
     if isinstance(code, str):
         print(code, file=sys.stderr)

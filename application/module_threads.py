@@ -35,12 +35,11 @@ def watching(module: str) -> Iterator[None]:
             _started_by.setdefault(thread, module)
 
 
-def owner_of(thread: threading.Thread) -> str:
+def owner_of(thread: threading.Thread) -> str | None:
     """The module whose code the thread is running (innermost frame first), else the one core
-    was calling when it appeared, else "an unknown module"."""
+    was calling when it appeared, else None."""
     frame = sys._current_frames().get(thread.ident or -1)
-    found = _running(frame) or _started_by.get(thread)
-    return found or "an unknown module"
+    return _running(frame) or _started_by.get(thread)
 
 
 def _running(frame: FrameType | None) -> str | None:
@@ -52,7 +51,7 @@ def _running(frame: FrameType | None) -> str | None:
     return None
 
 
-def left_behind(grace_s: float) -> dict[str, list[str]]:
+def left_behind(grace_s: float) -> dict[str | None, list[str]]:
     """Non-daemon threads still alive after waiting up to ``grace_s`` in all, by owner: each
     would keep the interpreter from exiting."""
     deadline = time.monotonic() + grace_s
@@ -61,7 +60,7 @@ def left_behind(grace_s: float) -> dict[str, list[str]]:
         if t.is_alive() and not t.daemon
         and t is not threading.main_thread() and t is not threading.current_thread()
     ]
-    found: dict[str, list[str]] = {}
+    found: dict[str | None, list[str]] = {}
     for thread in waiting:
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
