@@ -113,7 +113,8 @@ def load_modules(rl: Runledger) -> None:
     def events(module: str) -> ModuleEvents:
         return ModuleEvents(module, rl.reconciler.reconcile_module, rl.reconciler.expire)
 
-    loader = Loader(rl.registry, events, settings.module_settings)
+    loader = Loader(rl.registry, events, settings.module_settings,
+                    environ=settings.module_environ)
     builtins = [BUILTIN_DIR / name for name in settings.builtin_names()]
     statuses = [loader.load_folder(folder) for folder in builtins if folder.is_dir()]
     if settings.modules_dir:

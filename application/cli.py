@@ -22,6 +22,7 @@ from application.console import LOG_LINES, show_runs
 from application.demo import run_demo
 from application.display import safe_text
 from application.errors import STORE_ERRORS, NotFound, RunledgerError, store_error
+from application.module_threads import left_behind
 from application.operator_cli import moment, within
 from application.settings import Settings, store_config
 from domain.errors import DomainError
@@ -33,6 +34,8 @@ console = Console(highlight=False, markup=False, emoji=False)
 T = TypeVar("T")
 MAX_RUNS = 1_000
 MAX_LOG_LINES = 10_000
+SHUTDOWN_GRACE_S = 2.0
+"""How long, after a command, threads a module left behind are waited for before exiting."""
 
 
 OPERATOR_ERRORS: tuple[type[BaseException], ...] = (RunledgerError, DomainError, *STORE_ERRORS)
@@ -240,10 +243,38 @@ sandbox_cli.register(app, console, _guarded)
 
 def main() -> None:
     """The CLI, with every command's store trouble reported in the one place, _fail."""
+    code: int | str | None = 0
     try:
         app(sys.argv[1:])
     except OPERATOR_ERRORS as error:
         try:
             _fail(error)
         except typer.Exit as done:
-            sys.exit(done.exit_code)
+            code = done.exit_code
+    except SystemExit as done:
+        code = done.code
+    except KeyboardInterrupt:
+        code = 130
+    _leave(code)
+
+
+def _leave(code: int | str | None) -> NoReturn:
+    """Exit now, even when a module left a non-daemon thread that would hold the interpreter
+    open for ever: name the module, then leave without waiting for it."""
+    stuck = left_behind(SHUTDOWN_GRACE_S)
+    if not stuck:
+        sys.exit(code)
+    for module, threads in sorted(stuck.items(), key=lambda found: found[0] or ""):
+        who = f"module {safe_text(module)}" if module else "an unidentified owner"
+        print(f"runledger: {who} left {len(threads)} thread(s) running "
+              f"({safe_text(', '.join(threads))}); exiting without them", file=sys.stderr)
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import inspect
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +27,8 @@ class Raised:
 @dataclass(frozen=True)
 class TimedOut:
     seconds: float
+    stopped: bool = False
+    """Whether the call was stopped at the deadline (see ``call_with_deadline``'s ``stop``)."""
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,17 @@ class Malformed:
 
 
 Outcome = Returned | Raised | TimedOut | Malformed
+STOP_GRACE_S = 0.5
+
+
+class ModuleStopped(BaseException):
+    """Raised inside a module's call that overran its deadline, to end it. A BaseException, so
+    the module's own ``except Exception`` does not swallow it."""
 
 
 def call_with_deadline(
-    fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float, *, raw: bool = False
+    fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float, *, raw: bool = False,
+    stop: bool = False, name: str | None = None,
 ) -> Outcome:
     """Call a module's function, sync or async, and never wait longer than ``seconds``.
 
@@ -45,6 +56,12 @@ def call_with_deadline(
     exiting. Nothing it raises reaches the caller as an exception. Its answer is copied into plain
     data in that thread (unless ``raw``: the loader's import answers a function), so whatever it
     returned, judging it cannot raise.
+
+    With ``stop``, a call still running at the deadline is also ended: ``ModuleStopped`` is
+    raised in its thread, which ends Python code that loops for ever but not a wait inside C
+    (a sleep, a socket): that one ends when the wait does. The loader stops an import or a
+    register this way; a step's call is only abandoned, since it may be half way through
+    changing the world and its late answer is judged by the cleanup leg.
     """
     box: list[Outcome] = []
     finished = threading.Event()
@@ -62,10 +79,23 @@ def call_with_deadline(
         finally:
             finished.set()
 
-    threading.Thread(target=target, name=f"module-call-{fn!r:.40}", daemon=True).start()
+    thread = threading.Thread(target=target, name=name or f"module-call-{fn!r:.40}", daemon=True)
+    thread.start()
     if not finished.wait(seconds):
-        return TimedOut(seconds)
+        return TimedOut(seconds, stop and _stop(thread, finished))
     return box[0]
+
+
+def _stop(thread: threading.Thread, finished: threading.Event) -> bool:
+    """Raise ModuleStopped in the thread until it ends or the grace is over; answers whether
+    it ended. Raised again and again: a module may catch the first one."""
+    grace = time.monotonic() + STOP_GRACE_S
+    while thread.is_alive() and time.monotonic() < grace:
+        if not finished.is_set():  # once it is answering, it is ending on its own
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread.ident or 0), ctypes.py_object(ModuleStopped))
+        thread.join(0.05)
+    return not thread.is_alive()
 
 
 async def _wait(awaitable: Any) -> Any:

@@ -6,17 +6,23 @@ import importlib
 import importlib.util
 import logging
 import sys
+import time
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from application.deadline import Raised, Returned, TimedOut, call_with_deadline
+from application.deadline import Outcome, Raised, Returned, TimedOut, call_with_deadline
+from application.module_host import ModuleContext, ModuleEvents, Registration
+from application.module_threads import note_code, watching
 from application.modules import Registry
-from application.plain import Unreadable, describe_error, plain
+from application.plain import describe_error
+from application.settings import module_scope, refused_setting, settings_prefix
+
+__all__ = ["Loader", "ModuleContext", "ModuleEvents", "ModuleStatus", "folders"]
 
 log = logging.getLogger("runledger.loader")
 
@@ -33,6 +39,8 @@ class Manifest(BaseModel):
     site: str = Field(min_length=1, max_length=128)
     api: str = Field(pattern=r"^\d+\.\d+$")
     entry: str = Field(pattern=r"^[\w./-]+:\w+$")
+    settings: tuple[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")], ...] = ()
+    """Settings outside ``RUNLEDGER_<NAME>_*`` the module reads, by their exact names."""
 
 
 @dataclass
@@ -46,61 +54,6 @@ class ModuleStatus:
     leases: list[str] = field(default_factory=list)
 
 
-class ModuleEvents:
-    """What a module may tell core, bound to its own name by the loader."""
-
-    def __init__(self, module: str, reconcile: Callable[[str], Any],
-                 expired: Callable[[str, Any, Any], dict[str, int]]) -> None:
-        self._module = module
-        self._reconcile = reconcile
-        self._expired = expired
-
-    def reconcile(self) -> Any:
-        """The module saw its own reconnect: ask which of its entries are still in force.
-
-        Answers the summary, or None when core could not reconcile now (it is logged): core's
-        trouble never becomes an exception inside the module that asked.
-        """
-        try:
-            return self._reconcile(self._module)
-        except Exception:
-            log.exception("reconcile asked by module %s failed", self._module)
-            return None
-
-    def expired(self, *, kind: Any, ref: Any) -> dict[str, int]:
-        """The world ended one of this module's resources at its deadline."""
-        try:
-            return self._expired(self._module, plain(kind), plain(ref))
-        except Unreadable:
-            return {"expired": 0}
-        except Exception:
-            log.exception("expiry reported by module %s failed", self._module)
-            return {"expired": 0}
-
-
-@dataclass
-class ModuleContext:
-    """Everything a module's ``register(ctx)`` receives."""
-
-    name: str
-    site: str
-    folder: Path
-    events: ModuleEvents
-    log: logging.Logger
-    registry: Registry
-    settings: dict[str, str]
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def action(self, action_id: str, **kwargs: Any) -> None:
-        self.registry.module(self.name).action(action_id, **kwargs)
-
-    def lease(self, lease_id: str, **kwargs: Any) -> None:
-        self.registry.module(self.name).lease(lease_id, **kwargs)
-
-    def on_close(self, fn: Callable[[], None]) -> None:
-        self.closers.append(fn)
-
-
 class ModuleFailed(Exception):
     """One module could not start; its reason is this exception's message."""
 
@@ -111,17 +64,33 @@ def folders(dirs: Iterable[Path]) -> list[Path]:
     return sorted(found, key=lambda p: (p.name, str(p)))
 
 
+@dataclass
+class Hosted:
+    """A loaded module as core keeps it: the name core decided, what to call when closing."""
+
+    name: str
+    context: ModuleContext
+    registration: Registration
+
+
 class Loader:
-    """Loads module folders into one registry. A failure is a module's status, never a crash."""
+    """Loads module folders into one registry. A failure is a module's status, never a crash.
+
+    ``settings`` are the ``RUNLEDGER_*`` settings and ``environ`` the rest of the environment;
+    each module is given only its own part of them (``module_scope``).
+    """
 
     def __init__(self, registry: Registry, events: Callable[[str], ModuleEvents],
-                 settings: dict[str, str], register_budget_s: float = 10.0) -> None:
+                 settings: Mapping[str, str], register_budget_s: float = 10.0,
+                 environ: Mapping[str, str] | None = None, close_budget_s: float = 2.0) -> None:
         self.registry = registry
         self.events = events
         self.settings = settings
+        self.environ = environ or {}
         self.register_budget_s = register_budget_s
+        self.close_budget_s = close_budget_s
         self.sites: dict[str, str] = {}
-        self.contexts: list[ModuleContext] = []
+        self.hosted: list[Hosted] = []
 
     def load(self, dirs: Iterable[Path]) -> list[ModuleStatus]:
         dirs = list(dirs)
@@ -149,55 +118,88 @@ class Loader:
             status.reason = str(error)
         return status
 
+    def context(self, name: str) -> ModuleContext:
+        """The context core gave the loaded module ``name``."""
+        (found,) = [h.context for h in self.hosted if h.name == name]
+        return found
+
     def close(self) -> None:
-        for context in self.contexts:
-            for closer in context.closers:
-                closer()
+        """Every module's closers, all within ``close_budget_s`` together."""
+        deadline = time.monotonic() + self.close_budget_s
+        for hosted in self.hosted:
+            self._run_closers(hosted.name, hosted.registration, deadline)
+
+    def _run_closers(self, name: str, registration: Registration, deadline: float) -> None:
+        """A closer that hangs or raises is logged and passed over (a hung one is abandoned in
+        its daemon thread): closing never waits on a module past the deadline."""
+        for closer in registration.closers:
+            budget = max(0.05, deadline - time.monotonic())
+            with watching(name):
+                outcome = call_with_deadline(closer, {}, budget, raw=True,
+                                             name=f"module-close-{name}")
+            if isinstance(outcome, TimedOut):
+                log.warning("closing module %s: a closer did not finish and was left behind", name)
+            elif isinstance(outcome, Raised):
+                log.warning("closing module %s: a closer raised %s", name, outcome.message)
 
     def _start(self, folder: Path, manifest: Manifest, status: ModuleStatus) -> None:
         if manifest.name in RESERVED_NAMES:
             raise ModuleFailed(f"the name {manifest.name!r} is reserved for core")
-        if any(m == manifest.name for m in self.registered_modules()):
+        if any(h.name == manifest.name for h in self.hosted):
             raise ModuleFailed(f"a module named {manifest.name!r} is already loaded")
         check_api(manifest.api)
-        imported = call_with_deadline(
-            import_entry, {"folder": folder, "manifest": manifest}, self.register_budget_s,
-            raw=True,
-        )
-        if isinstance(imported, TimedOut):
-            raise ModuleFailed(f"importing it did not finish within {imported.seconds:g}s")
-        if isinstance(imported, Raised):
-            error = imported.error
-            raise ModuleFailed(str(error) if isinstance(error, ModuleFailed) else imported.message)
+        settings = self._settings(manifest)
+        with watching(manifest.name):
+            imported = call_with_deadline(
+                import_entry, {"folder": folder, "manifest": manifest}, self.register_budget_s,
+                raw=True, stop=True, name=f"module-import-{manifest.name}",
+            )
+        if isinstance(imported, TimedOut | Raised):
+            raise ModuleFailed(_failure("importing it", imported))
         if not isinstance(imported, Returned):
             raise ModuleFailed("importing it answered no register function")
         scratch = Registry()
-        # Each module gets its own copy of the settings, without the ledger's credentials.
-        settings = {k: v for k, v in self.settings.items() if k != "RUNLEDGER_DATABASE_URL"}
+        registration = Registration(scratch.module(manifest.name))
         context = ModuleContext(
-            manifest.name, manifest.site, folder, self.events(manifest.name),
-            logging.getLogger(f"runledger.module.{manifest.name}"), scratch, settings,
+            name=manifest.name, site=manifest.site, folder=folder,
+            events=self.events(manifest.name), settings=settings, registration=registration,
         )
         try:
-            self._register(imported.value, context, scratch)
+            self._register(imported.value, manifest.name, context, registration, scratch)
         except ModuleFailed:
-            for closer in context.closers:  # whatever it started before failing is stopped
-                closer()
+            # what it started before failing is stopped
+            self._run_closers(manifest.name, registration, time.monotonic() + self.close_budget_s)
             raise
         self.registry.actions.update(scratch.actions)
         self.registry.leases.update(scratch.leases)
-        context.registry = self.registry
-        self.contexts.append(context)
+        self.hosted.append(Hosted(manifest.name, context, registration))
         status.status = "loaded"
         status.actions = sorted(scratch.actions)
         status.leases = sorted(scratch.leases)
 
-    def _register(self, register: Any, context: ModuleContext, scratch: Registry) -> None:
-        outcome = call_with_deadline(register, {"ctx": context}, self.register_budget_s, raw=True)
-        if isinstance(outcome, Raised):
-            raise ModuleFailed(f"register() raised {outcome.message}")
-        if isinstance(outcome, TimedOut):
-            raise ModuleFailed(f"register() did not return within {outcome.seconds:g}s")
+    def _settings(self, manifest: Manifest) -> dict[str, str]:
+        """The module's own settings, after refusing a manifest that declares what is not."""
+        for name in manifest.settings:
+            refused = refused_setting(manifest.name, name)
+            if refused:
+                raise ModuleFailed(f"module.toml: settings: {refused}")
+        prefix = settings_prefix(manifest.name)
+        for hosted in self.hosted:
+            theirs = settings_prefix(hosted.name)
+            if prefix.startswith(theirs) or theirs.startswith(prefix):
+                raise ModuleFailed(f"its settings prefix {prefix} overlaps module "
+                                   f"{hosted.name!r}'s {theirs}: one would read the other's")
+        return module_scope(manifest.name, frozenset(manifest.settings), self.settings,
+                            self.environ)
+
+    def _register(self, register: Any, name: str, context: ModuleContext,
+                  registration: Registration, scratch: Registry) -> None:
+        with watching(name):
+            outcome = call_with_deadline(register, {"ctx": context}, self.register_budget_s,
+                                         raw=True, stop=True, name=f"module-register-{name}")
+        registration.close()
+        if isinstance(outcome, TimedOut | Raised):
+            raise ModuleFailed(_failure("register()", outcome))
         clash = (scratch.actions.keys() & self.registry.actions.keys()) | (
             scratch.leases.keys() & self.registry.leases.keys()
         )
@@ -205,7 +207,18 @@ class Loader:
             raise ModuleFailed(f"already registered by another module: {', '.join(sorted(clash))}")
 
     def registered_modules(self) -> set[str]:
-        return {c.name for c in self.contexts}
+        return {h.name for h in self.hosted}
+
+
+def _failure(what: str, outcome: Outcome) -> str:
+    if isinstance(outcome, TimedOut):
+        how = (" and was stopped" if outcome.stopped
+               else "; it could not be stopped and was left running")
+        return f"{what} did not finish within {outcome.seconds:g}s{how}"
+    if isinstance(outcome, Raised):
+        error = outcome.error
+        return str(error) if isinstance(error, ModuleFailed) else f"{what} raised {outcome.message}"
+    return f"{what} answered something core cannot use"
 
 
 def read_manifest(folder: Path) -> Manifest:
@@ -243,6 +256,7 @@ def import_entry(folder: Path, manifest: Manifest) -> Callable[..., Any]:
             spec = importlib.util.spec_from_file_location(f"runledger_module_{manifest.name}", path)
             if spec is None or spec.loader is None:
                 raise ModuleFailed(f"entry {manifest.entry!r} cannot be imported")
+            note_code(spec.name, manifest.name)
             code = importlib.util.module_from_spec(spec)
             # Registered before it runs, as an import would be: dataclasses look it up.
             sys.modules[spec.name] = code
@@ -252,6 +266,7 @@ def import_entry(folder: Path, manifest: Manifest) -> Callable[..., Any]:
                 sys.modules.pop(spec.name, None)
                 raise
         else:
+            note_code(target, manifest.name)
             code = importlib.import_module(target)
     except ModuleFailed:
         raise

@@ -31,6 +31,10 @@ ENV_NAMES = {
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
 }
+# Core's own names: no module is given them, whatever its name or manifest says.
+CORE_SETTINGS = frozenset(name for name in ENV_NAMES.values() if name.startswith("RUNLEDGER_"))
+LEDGER_CREDENTIALS = frozenset({"RUNLEDGER_DATABASE_URL", "PERSISTENCE_MODULE"})
+LEDGER_PREFIXES = ("POSTGRES_", "SQLITE_")
 
 
 class Settings(BaseModel, frozen=True):
@@ -52,6 +56,10 @@ class Settings(BaseModel, frozen=True):
     modules_dir: str | None = None
     builtin_modules: str = "sandbox"
     module_settings: dict[str, str] = Field(default_factory=dict)
+    """``RUNLEDGER_*`` settings for modules; each module is given only its own (module_scope)."""
+    module_environ: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
+    """The environment, without the ledger's settings: where a module's manifest-declared
+    names outside ``RUNLEDGER_*`` are looked up."""
 
     @field_validator("retry_delays_s", mode="before")
     @classmethod
@@ -83,12 +91,45 @@ class Settings(BaseModel, frozen=True):
             field: environ[name] for field, name in ENV_NAMES.items() if environ.get(name)
         }
         given["module_settings"] = {k: v for k, v in environ.items() if k.startswith("RUNLEDGER_")}
+        given["module_environ"] = {
+            k: v for k, v in environ.items()
+            if not k.startswith("RUNLEDGER_") and refused_setting("", k) is None
+        }
         try:
             return cls.model_validate(given)
         except ValidationError as error:
             first = error.errors()[0]
             name = ENV_NAMES.get(str(first["loc"][0]), str(first["loc"][0]))
             raise ConfigError(f"{name} is invalid: {first['msg']}") from None
+
+
+def settings_prefix(module: str) -> str:
+    """Every setting named with this prefix is the module's own."""
+    return f"RUNLEDGER_{module.upper().replace('-', '_')}_"
+
+
+def refused_setting(module: str, name: str) -> str | None:
+    """Why ``module``'s manifest may not declare the setting ``name``; None when it may."""
+    upper = name.upper()
+    if upper in LEDGER_CREDENTIALS or upper.startswith(LEDGER_PREFIXES):
+        return f"{name} is the ledger's own setting"
+    if upper in CORE_SETTINGS:
+        return f"{name} is core's own setting"
+    if upper.startswith("RUNLEDGER_") and not name.startswith(settings_prefix(module)):
+        return f"{name} is not under this module's own prefix {settings_prefix(module)}"
+    return None
+
+
+def module_scope(module: str, declared: frozenset[str], settings: Mapping[str, str],
+                 environ: Mapping[str, str]) -> dict[str, str]:
+    """A module's own settings: those under its prefix, and the names its manifest declared
+    (looked up in ``settings``, then ``environ``). Never core's, never another module's."""
+    prefix = settings_prefix(module)
+    pool = {**{k: v for k, v in environ.items() if k in declared}, **settings}
+    return {
+        k: v for k, v in pool.items()
+        if k not in CORE_SETTINGS and (k.startswith(prefix) or k in declared)
+    }
 
 
 @dataclass(frozen=True)
