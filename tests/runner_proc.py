@@ -12,6 +12,11 @@ its sleep, which stands for the answer travelling back to core).
 The module's world is deterministic by idempotency key: ``perform`` answers the same refs for
 the same key (``<key>/r<i>``), which is what makes a reclaimed dispatch safe. A step's params
 may say how many refs it makes (``count``) and how long its perform takes (``delay_ms``).
+
+Outages (``--outage START:LENGTH,...`` in seconds after ``--epoch``, a wall-clock time every
+process is given alike) are windows in which every call answers a retryable "shard down"; such a
+call's line says ``"outage": true``. Settings come from the environment, as a runner's do, and
+only what the arguments name overrides them.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from application.settings import Settings
 MODULE = "crashworld"
 ACTION = "crashworld.spawn"
 KIND = "creature"
+SHARD_DOWN = {"ok": False, "error": "shard down"}
 
 
 def refs_for(key: str, count: int) -> list[str]:
@@ -74,6 +80,11 @@ class Knobs:
     revert_terminal: float = 0.0
     revert_partial: float = 0.0
     seed: int = 0
+    epoch: float = 0.0
+    outages: tuple[tuple[float, float], ...] = ()
+
+    def in_outage(self, now: float) -> bool:
+        return any(start <= now - self.epoch < start + length for start, length in self.outages)
 
 
 @dataclass
@@ -95,6 +106,9 @@ class ScriptedWorld:
         )
 
     def perform(self, params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
+        if self.knobs.in_outage(time.time()):
+            self._say("perform", idempotency_key, [], "fail", outage=True)
+            return dict(SHARD_DOWN)
         refs = refs_for(idempotency_key, int(params.get("count", self.knobs.resources)))
         with self.lock:
             fails = self.rng.random() < self.knobs.perform_fail
@@ -115,7 +129,10 @@ class ScriptedWorld:
             roll = self.rng.random()
         knobs = self.knobs
         failed: list[str] = []
-        if roll < knobs.revert_terminal:
+        more: dict[str, Any] = {}
+        if knobs.in_outage(time.time()):
+            outcome, answer, more = "retry", dict(SHARD_DOWN), {"outage": True}
+        elif roll < knobs.revert_terminal:
             outcome, answer = "terminal", {"ok": False, "retry": False, "error": "banned here"}
         elif roll < knobs.revert_terminal + knobs.revert_fail:
             outcome, answer = "retry", {"ok": False, "error": "the shard timed out"}
@@ -124,7 +141,7 @@ class ScriptedWorld:
             outcome, answer = "partial", {"ok": True, "failed": failed}
         else:
             outcome, answer = "ok", {"ok": True}
-        self._say("revert", idempotency_key, refs, outcome, failed=failed)
+        self._say("revert", idempotency_key, refs, outcome, failed=failed, **more)
         time.sleep(knobs.revert_ms / 1000)
         return answer
 
@@ -157,6 +174,19 @@ def read_beats(heartbeat: Path) -> int:
     return int(heartbeat.read_text()) if heartbeat.exists() else 0
 
 
+def outage_windows(text: str) -> tuple[tuple[float, float], ...]:
+    """``"5:2,30:2.5"``: windows of ``length`` seconds, ``start`` seconds after the epoch."""
+    windows = []
+    for item in filter(None, text.split(",")):
+        start, length = item.split(":")
+        windows.append((float(start), float(length)))
+    return tuple(windows)
+
+
+def outage_text(windows: Sequence[tuple[float, float]]) -> str:
+    return ",".join(f"{start:.3f}:{length:.3f}" for start, length in windows)
+
+
 def _await_go(ready: Path, go: Path, stop: threading.Event) -> None:
     ready.touch()
     while not go.exists() and not stop.is_set():
@@ -178,12 +208,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--revert-partial", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget-ms", type=int, default=None, help="the action's budget")
-    parser.add_argument("--claim-slack-s", type=float, default=30.0)
+    parser.add_argument("--epoch", type=float, default=0.0, help="time.time() outages count from")
+    parser.add_argument("--outage", type=outage_windows, default=(), help="START:LENGTH,...")
+    parser.add_argument("--claim-slack-s", type=float, default=None)
     parser.add_argument("--interval", type=float, default=0.05)
     parser.add_argument("--ready", type=Path, help="touched once bootstrapped")
     parser.add_argument("--go", type=Path, help="start ticking once this file exists")
     parser.add_argument("--heartbeat", type=Path, help="holds the number of ticks finished")
     return parser
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    """The environment's settings (retry delays and all), with only what the arguments give."""
+    given: dict[str, object] = {"database_url": args.url}
+    if args.claim_slack_s is not None:
+        given["claim_slack_s"] = args.claim_slack_s
+    return Settings.model_validate({**Settings.from_env().model_dump(), **given})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -197,11 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         hang_perform=args.hang_perform, perform_ms=args.perform_ms, revert_ms=args.revert_ms,
         resources=args.resources, perform_fail=args.perform_fail, revert_fail=args.revert_fail,
         revert_terminal=args.revert_terminal, revert_partial=args.revert_partial,
-        seed=args.seed,
+        seed=args.seed, epoch=args.epoch, outages=args.outage,
     )
     registry = Registry()
     ScriptedWorld(args.calls, args.worker, knobs).register(registry, args.budget_ms)
-    settings = Settings(database_url=args.url, claim_slack_s=args.claim_slack_s)
+    settings = settings_for(args)
     started = time.monotonic()
     with bootstrap(settings, registry) as rl:
         if args.ready is not None and args.go is not None:

@@ -32,6 +32,7 @@ from domain.step import Step
 from projections.queries import EntryRow, RunRow
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.runner_proc import ACTION, KIND, MODULE, read_beats, read_calls, refs_for
+from tests.world_model import World
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -400,33 +401,6 @@ def random_specs(count: int, seed: int) -> list[dict[str, Any]]:
         phases = [dict(items[:cut]), dict(items[cut:])] if cut else [steps]
         specs.append(spec(f"parallel {number}", *phases))
     return specs
-
-
-@dataclass
-class World:
-    """The world as the calls file tells it: what is there now, and every give-back."""
-
-    alive: set[str] = field(default_factory=set)
-    made: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    given_back: Counter[str] = field(default_factory=Counter)
-    performs: Counter[str] = field(default_factory=Counter)
-    ok_performs: Counter[str] = field(default_factory=Counter)
-
-    def replay(self, calls: list[dict[str, Any]]) -> World:
-        for call in calls:
-            key = call["key"]
-            if call["call"] == "perform":
-                self.performs[key] += 1
-                self.ok_performs[key] += call["outcome"] == "ok"
-                self.alive |= set(call["refs"])
-                self.made[key] |= set(call["refs"])
-            elif call["outcome"] in ("ok", "partial"):
-                # No resources named: the module gives back whatever it made under the key.
-                named = set(call["refs"]) - set(call.get("failed", []))
-                back = named if call["refs"] else set(self.made[key]) & self.alive
-                self.given_back.update(back)
-                self.alive -= back
-        return self
 
 
 def visibly_unresolved(entry: EntryRow, row: RunRow, max_attempts: int) -> bool:
