@@ -89,6 +89,9 @@ def demo() -> None:
     settings = _guarded(Settings.from_env)
     budget = {"RUNLEDGER_SANDBOX_BUDGET_MS": "500"} | settings.module_settings
     settings = settings.model_copy(update={"module_settings": budget})
+    if not os.environ.get("EVENT_RETRY_DELAYS_S"):
+        # The story's retries, half a second apart rather than 5, 30 and 120 s.
+        settings = settings.model_copy(update={"retry_delays_s": (0.5,), "retry_jitter": 0.0})
     where = _guarded(lambda: init_store(settings))
     with _guarded(lambda: bootstrap(settings)) as rl:
         console.print(Text.assemble(("runledger demo", "bold"),

@@ -90,9 +90,13 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     time.sleep(1.3)
     say("  the arena zone reaches its deadline and the world closes it")
 
-    say("\n", ("bea", "bold"), " advances the festival; the runner ticks on:")
+    pause = min(1.0, max(rl.settings.retry_delays_s, default=0.0))
+    say("\n", ("bea", "bold"), f" advances the festival; the runner ticks on, every {pause:g}s "
+        "(a failed attempt waits its back-off, EVENT_RETRY_DELAYS_S, before the next):")
     _advance(rl, festival, say)
     for tick in range(2, 6):
+        if tick > 2:
+            time.sleep(pause)
         report = runner.tick()
         advance = report.advance
         say(f"  tick {tick}: {count(advance.succeeded, 'step')} done, {advance.failed} failed, "

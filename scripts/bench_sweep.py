@@ -38,7 +38,7 @@ from typing import Any
 
 import psycopg
 
-import application.cleanup as cleanup_module
+import application.give_back as cleanup_module
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.modules import Registry
 from application.settings import Settings

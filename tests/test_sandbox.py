@@ -23,6 +23,7 @@ from application.console import show_runs
 from application.sandbox import SandboxWorld
 from application.settings import Settings
 from projections.queries import EntryRow, RunRow
+from tests.game import NO_BACKOFF
 
 SPAWN = "sandbox.spawn"
 ZONE = "sandbox.zone"
@@ -50,6 +51,7 @@ def open_rl(store_url: str, sandbox_path: Path) -> Iterator[Open]:
         settings = Settings(
             database_url=store_url, builtin_modules="sandbox",
             module_settings={"RUNLEDGER_SANDBOX_PATH": str(sandbox_path), **module_settings},
+            **NO_BACKOFF,
         )
         rl = bootstrap(settings)
         opened.append(rl)

@@ -1,0 +1,71 @@
+"""Issue 9: an outage of the database is one warning when it starts and one when it ends, and
+the runner resumes by itself. A real runner process reaches the shared PostgreSQL through a
+proxy of the test's own, which the test cuts and mends; the server itself is never touched."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from application.bootstrap import init_store
+from application.settings import Settings
+from tests.conftest import drop_pg_url, new_pg_url
+from tests.proxy import Proxy
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+@pytest.fixture
+def proxied(pg_admin: str) -> Iterator[tuple[str, Proxy]]:
+    url = new_pg_url(pg_admin)
+    init_store(Settings(database_url=url))
+    proxy = Proxy(("127.0.0.1", 5432))
+    yield url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{proxy.port}/"), proxy
+    proxy.close()
+    drop_pg_url(pg_admin, url)
+
+
+def wait_for(done: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g}s for {what}")
+        time.sleep(0.1)
+
+
+def test_a_lost_database_is_one_warning_when_it_starts_and_one_when_it_ends(
+    proxied: tuple[str, Proxy], tmp_path: Path
+) -> None:
+    url, proxy = proxied
+    env = {**os.environ, "RUNLEDGER_DATABASE_URL": url,
+           "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")}
+    err = tmp_path / "runner.err"
+    with err.open("wb") as sink:
+        runner = subprocess.Popen(
+            [sys.executable, "-c", "from application.cli import main; main()", "runner",
+             "--interval", "0.1", "--worker", "outage"],
+            env=env, stdout=subprocess.DEVNULL, stderr=sink,
+        )
+    try:
+        time.sleep(2.0)  # ticking against a healthy store
+        proxy.cut()
+        wait_for(lambda: "in trouble" in err.read_text(), "the runner to notice the outage")
+        time.sleep(3.0)  # some thirty ticks into the outage
+        proxy.mend()
+        wait_for(lambda: "clear again" in err.read_text(), "the runner to resume by itself")
+        time.sleep(1.0)
+    finally:
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(timeout=20)
+    said = err.read_text()
+    assert runner.returncode == 0, said
+    assert said.count("in trouble") == 1, said
+    assert said.count("clear again") == 1, said
+    assert "Traceback" not in said, said
