@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from application.cleanup import Cleanup
+from application.fleet import Fleet, Loaded
 from application.history import History
 from application.inputs import worker_name
 from application.leases import CoreLease
@@ -21,6 +22,7 @@ from application.store import LedgerApp, Streams, initialising, open_app
 from projections.backend import Backend
 from projections.projector import Projector
 from projections.queries import Queries
+from projections.runners import RunnerRows
 
 
 def utc_now() -> datetime:
@@ -41,6 +43,7 @@ class Runledger:
     cleanup: Cleanup
     reconciler: Reconciler
     runs: Runs
+    fleet: Fleet
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
@@ -49,8 +52,13 @@ class Runledger:
     def history(self) -> History:
         return History(self.ledger.parts)
 
+    @property
+    def loaded(self) -> Loaded:
+        return Loaded.of(self.registry, self.modules)
+
     def runner(self, worker: str) -> Runner:
-        return Runner(self.runs, self.cleanup, self.reconciler, worker_name(worker))
+        return Runner(self.runs, self.cleanup, self.reconciler, worker_name(worker),
+                      fleet=self.fleet, loaded=self.loaded)
 
     def close(self) -> None:
         if self.loader is not None:
@@ -94,10 +102,11 @@ def bootstrap(
                   clock)
     ledger = Ledger(parts)
     core_lease = CoreLease(app, registry, settings, clock)
+    fleet = Fleet(app, RunnerRows(backend), gone_after_s=settings.runner_gone_s, clock=clock)
     rl = Runledger(
         settings, app, backend, projector, queries, registry, ledger,
         Cleanup(parts, ledger, core_lease), Reconciler(parts), Runs(parts, ledger, core_lease),
-        clock,
+        fleet, clock,
     )
     if load:
         load_modules(rl)

@@ -25,6 +25,7 @@ ENV_NAMES = {
     "steps_per_run_tick": "EVENT_STEPS_PER_RUN_TICK",
     "steps_per_tick": "EVENT_STEPS_PER_TICK",
     "lease_max_s": "EVENT_LEASE_MAX_S",
+    "runner_gone_s": "EVENT_RUNNER_GONE_S",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
 }
@@ -41,6 +42,7 @@ class Settings(BaseModel, frozen=True):
     steps_per_run_tick: int = Field(20, ge=1)
     steps_per_tick: int = Field(50, ge=1)
     lease_max_s: int = Field(86_400, ge=1)
+    runner_gone_s: int = Field(60, ge=1)
     default_budget_ms: int = Field(10_000, ge=1)
     claim_slack_s: float = Field(30.0, ge=0)
     modules_dir: str | None = None
