@@ -10,9 +10,11 @@ from uuid import UUID
 
 import pytest
 
-from application.bootstrap import Runledger
+from application.bootstrap import Runledger, init_store
+from application.errors import NotInitialised
 from application.fleet import Serving
 from application.runner import Runner, TickReport
+from application.settings import Settings
 from domain.runner_record import RunnerStopped
 from projections.rebuild import rebuild
 from tests.conftest import Opener
@@ -175,3 +177,19 @@ def test_a_runner_joins_under_a_fresh_id_each_time_it_starts(opened: Opener) -> 
     rl = opened()
     ids = {rl.fleet.join("same", [], [], []) for _ in range(3)}
     assert len(ids) == 3 and all(isinstance(i, UUID) and i.version == 4 for i in ids)
+
+
+def test_init_on_a_store_from_before_runners_adds_their_tables_and_projects_old_records(
+    opened: Opener, store_url: str
+) -> None:
+    rl = opened()
+    rl.fleet.join("early", ["m"], [], [])
+    with rl.backend.transaction(commit=True) as cursor:  # the store as an older init left it
+        for table in ("rl_runners", "rl_heartbeats"):
+            cursor.execute(f"DROP TABLE {rl.backend.qualify(table)}")
+        cursor.execute(rl.backend.sql("DELETE FROM {rl_tracking} WHERE name = 'runners'"))
+    with pytest.raises(NotInitialised, match=r"rl_runners, rl_heartbeats.*runledger init"):
+        opened()
+    init_store(Settings(database_url=store_url))
+    again = opened()
+    assert listed(again)["early"].state == "gone"  # its heartbeat went with the old table

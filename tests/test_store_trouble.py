@@ -176,16 +176,21 @@ def test_on_a_full_disk_writes_fail_in_one_sentence_and_an_idle_store_still_read
             ticking.start()
             time.sleep(0.5)
             listed = cli(folder, "runs")
-            stop.set()
-            ticking.join(10)
-            # idle ticks on a full disk write only the runner's heartbeat, which fails: said
-            # once, and the loop goes on
+            # idle ticks on a full disk write only the runner's record and heartbeat, which
+            # fail: said once, and the loop goes on
             assert (runner.trouble or "").startswith("the disk is full"), runner.trouble
             assert listed.returncode == 0 and "Harvest" in listed.stdout, listed.stdout
             one_sentence(cli(folder, "start", str(tmp_path / "spec.json")),
                          f"the disk is full: the SQLite file {folder / 'ledger.sqlite3'} "
                          "cannot grow", "free some space")
             filler.unlink()
+            deadline = time.monotonic() + 10
+            while runner.trouble is not None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            joined = runner.runner_id
+            stop.set()
+            ticking.join(10)
+            assert not ticking.is_alive() and joined is not None  # it joined once clear
             assert cli(folder, "start", str(tmp_path / "spec.json")).returncode == 0
 
 
