@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from datetime import timedelta
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -15,10 +16,29 @@ from application.errors import NotInitialised
 from application.fleet import Serving
 from application.runner import Runner, TickReport
 from application.settings import Settings
-from domain.runner_record import RunnerStopped
+from domain.runner_record import RunnerRecord, RunnerStopped, runner_state
 from projections.rebuild import rebuild
 from tests.conftest import Opener
-from tests.game import LEASE, MODULE, SPAWN, Clock, Game
+from tests.game import LEASE, MODULE, SPAWN, START, Clock, Game
+
+
+def test_a_record_starts_with_what_was_loaded_and_stops_once() -> None:
+    record = RunnerRecord.start(uuid4(), "w1", "host", 42, ["m"], ["m.a"], ["m.l"], START)
+    later = START + timedelta(seconds=5)
+    record.stop(later)
+    events = record.collect_events()
+    assert [type(e) for e in events] == [RunnerRecord.Started, RunnerRecord.Stopped]
+    assert record.stopped_at == later
+    with pytest.raises(RunnerStopped):
+        record.stop(later)
+
+
+def test_a_runner_is_live_up_to_the_bound_gone_after_it_and_stopped_whatever_its_beat() -> None:
+    bound = timedelta(seconds=60)
+    assert runner_state(False, START, START + bound, bound) == "live"
+    assert runner_state(False, START, START + bound + timedelta(seconds=1), bound) == "gone"
+    assert runner_state(False, None, START, bound) == "gone"
+    assert runner_state(True, START, START, bound) == "stopped"
 
 
 def listed(rl: Runledger) -> dict[str, Any]:
