@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from application.cleanup import Cleanup
+from application.fleet import Fleet, Loaded
 from application.give_back import GiveBack
 from application.history import History
 from application.inputs import worker_name
@@ -17,11 +18,13 @@ from application.parts import Parts
 from application.reconcile import Reconciler
 from application.runner import Runner
 from application.runs import Runs
+from application.serving import served_by
 from application.settings import Settings, store_config
 from application.store import LedgerApp, Streams, initialising, open_app
 from projections.backend import Backend
 from projections.projector import Projector
 from projections.queries import Queries
+from projections.runners import RunnerRows
 
 
 def utc_now() -> datetime:
@@ -42,6 +45,7 @@ class Runledger:
     cleanup: Cleanup
     reconciler: Reconciler
     runs: Runs
+    fleet: Fleet
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
@@ -50,8 +54,13 @@ class Runledger:
     def history(self) -> History:
         return History(self.ledger.parts)
 
+    @property
+    def loaded(self) -> Loaded:
+        return Loaded.of(self.registry, self.modules)
+
     def runner(self, worker: str) -> Runner:
-        return Runner(self.runs, self.cleanup, self.reconciler, worker_name(worker))
+        return Runner(self.runs, self.cleanup, self.reconciler, worker_name(worker),
+                      fleet=self.fleet, loaded=self.loaded)
 
     def close(self) -> None:
         if self.loader is not None:
@@ -95,12 +104,14 @@ def bootstrap(
                   clock)
     ledger = Ledger(parts)
     core_lease = CoreLease(app, registry, settings, clock)
+    fleet = Fleet(app, RunnerRows(backend), gone_after_s=settings.runner_gone_s, clock=clock)
+    serving = served_by(fleet, clock)
     rl = Runledger(
         settings, app, backend, projector, queries, registry, ledger,
         Cleanup(parts, ledger, GiveBack(registry=registry, core_lease=core_lease,
-                                        settings=settings)),
-        Reconciler(parts), Runs(parts, ledger, core_lease),
-        clock,
+                                        settings=settings), serving),
+        Reconciler(parts), Runs(parts, ledger, core_lease, serving),
+        fleet, clock,
     )
     if load:
         load_modules(rl)

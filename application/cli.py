@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from application import operator_cli, sandbox_cli
+from application import fleet_cli, operator_cli, sandbox_cli
 from application.bootstrap import Runledger, bootstrap, init_store
 from application.console import LOG_LINES, show_runs
 from application.demo import run_demo
@@ -165,9 +165,10 @@ def start(spec: Annotated[typer.FileText, typer.Argument(help="a JSON spec file,
 
 @app.command()
 def tick(worker: Annotated[str, typer.Option(help="this runner's name")] = "") -> None:
-    """Run one tick: the advance leg, then the cleanup leg."""
+    """Run one tick as a runner: join, the advance leg, the cleanup leg, leave."""
     with _open() as rl:
-        report = _guarded(lambda: rl.runner(worker or _default_worker())).tick()
+        runner = _guarded(lambda: rl.runner(worker or _default_worker()))
+        report = _guarded(runner.once)
         console.print(f"advance: {safe_text(report.advance)}")
         for run_id, summary in report.swept.items():
             console.print(f"cleanup {run_id}: {safe_text(summary)}")
@@ -241,6 +242,7 @@ def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
 
 
 operator_cli.register(app, console, _open, _guarded)
+fleet_cli.register(app, console, _open, _guarded)
 sandbox_cli.register(app, console, _guarded)
 
 

@@ -15,6 +15,7 @@ from application.errors import (
     StoreError,
     store_error,
 )
+from application.fleet import Fleet, Loaded
 from application.reconcile import Reconciler
 from application.runs import AdvanceReport, Runs
 from application.settings import store_config
@@ -36,7 +37,8 @@ class TickReport:
 
 class Runner:
     """The tick: the advance leg, then the cleanup leg, so a run that ends in a tick is given
-    back in the same tick.
+    back in the same tick. A runner records itself in the store (Fleet): it joins before its first
+    tick, beats at the start of every tick, and leaves however it stops.
 
     While a projection is stuck the legs do not go on: they decide from the views (what is due,
     what is retryable), and a view stopped before an event it cannot apply is stale about that
@@ -44,45 +46,96 @@ class Runner:
     catch-up that finds the event unchanged only reads), and says once when it is clear.
     """
 
-    def __init__(self, runs: Runs, cleanup: Cleanup, reconciler: Reconciler, worker: str) -> None:
+    def __init__(
+        self, runs: Runs, cleanup: Cleanup, reconciler: Reconciler, worker: str, *,
+        fleet: Fleet, loaded: Loaded,
+    ) -> None:
         self.runs = runs
         self.cleanup = cleanup
         self.reconciler = reconciler
         self.worker = worker
+        self.fleet = fleet
+        self.loaded = loaded
+        self.runner_id: UUID | None = None
         self.trouble: str | None = None
+        self.stuck = False
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         advance = self.runs.advance_leg(self.worker, stop)
         swept = {} if stop is not None and stop.is_set() else self.cleanup.sweep(self.worker, stop)
         return TickReport(advance, swept)
 
+    def join(self) -> None:
+        """Record this runner in the store, with what it loaded; ``run`` does it first."""
+        loaded = self.loaded
+        self.runner_id = self.fleet.join(
+            self.worker, loaded.modules, loaded.actions, loaded.leases
+        )
+
+    def once(self) -> TickReport:
+        """One tick as a runner of its own: join, tick, leave."""
+        self.join()
+        try:
+            return self.tick()
+        finally:
+            self._leave()
+
     def run(self, interval_s: float, stop: threading.Event) -> int:
-        """Reconcile every module once, then tick until ``stop`` is set; answers the ticks."""
+        """Join (unless joined), reconcile every module once, then beat and tick until ``stop``
+        is set; leave however the loop ends. Answers the ticks."""
         reconciled = False
         ticks = 0
-        while not stop.is_set():
-            try:
-                if not reconciled:
-                    self.reconciler.reconcile_all()
-                    reconciled = True
-                self.tick(stop)
-            except TROUBLE as error:
-                self._troubled(error)
-            except Exception:  # a tick that fails is logged; the next one tries again
-                log.exception("tick failed")
-            else:
-                self._cleared()
-            ticks += 1
-            stop.wait(interval_s)
+        try:
+            while not stop.is_set():
+                try:
+                    self._beat()
+                    if not reconciled:
+                        self.reconciler.reconcile_all()
+                        reconciled = True
+                    self.tick(stop)
+                except TROUBLE as error:
+                    self._troubled(error)
+                except Exception:  # a tick that fails is logged; the next one tries again
+                    log.exception("tick failed")
+                else:
+                    self._cleared()
+                ticks += 1
+                stop.wait(interval_s)
+        finally:
+            self._leave()
         return ticks
 
-    def _troubled(self, error: BaseException) -> None:
-        """One line when the trouble starts (or changes), not one every tick."""
-        sentence = str(self._sentence(error))
-        if sentence == self.trouble:
+    def _beat(self) -> None:
+        """Join until joined (a store that is away at start is trouble like any), then beat."""
+        if self.runner_id is None:
+            self.join()
+        else:
+            self.fleet.beat(self.runner_id)
+
+    def _leave(self) -> None:
+        """Said once on the way out; a store that is away then leaves the runner to be shown
+        as gone after the bound, which is what it is."""
+        if self.runner_id is None:
             return
-        self.trouble = sentence
-        if isinstance(error, ProjectionStuck):
+        try:
+            self.fleet.leave(self.runner_id)
+        except TROUBLE as error:
+            log.warning("could not record that runner %s stopped: %s", self.worker,
+                        self._sentence(error))
+        self.runner_id = None
+
+    def _troubled(self, error: BaseException) -> None:
+        """One line when the trouble starts (or turns from the store's into a stuck projection
+        or back), not one every tick: an outage says "refused", then "closed", then "timed out"
+        as it goes on, and is still one outage."""
+        sentence = str(self._sentence(error))
+        stuck = isinstance(error, ProjectionStuck)
+        known = self.trouble is not None and self.stuck == stuck
+        self.trouble, self.stuck = sentence, stuck
+        if known:
+            log.debug("still in trouble: %s", sentence)
+            return
+        if stuck:
             log.error("the legs wait until the projections can go on: %s", sentence)
         else:
             log.warning("the store is in trouble; trying again every tick: %s", sentence)

@@ -4,6 +4,9 @@ rest to a live runner that serves them."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
+
+from application.fleet import Fleet
 
 ServedElsewhere = Callable[[str], bool]
 """Whether a live runner serves an action or lease id (asked only of what this one lacks)."""
@@ -21,3 +24,13 @@ def served_nowhere() -> ServedElsewhere:
 def unserved(need: str) -> str:
     """Why an attempt failed that no live runner could make: a retry, spaced by the back-off."""
     return f"no live runner serves {need}"
+
+
+def served_by(fleet: Fleet, clock: Callable[[], datetime]) -> Callable[[], ServedElsewhere]:
+    """What the live runners serve, read once per leg from their records."""
+
+    def now() -> ServedElsewhere:
+        serving = fleet.serving(clock())
+        return lambda need: serving.serves_action(need) or serving.serves_lease(need)
+
+    return now

@@ -28,6 +28,7 @@ ENV_NAMES = {
     "lease_max_s": "EVENT_LEASE_MAX_S",
     "retry_delays_s": "EVENT_RETRY_DELAYS_S",
     "retry_jitter": "EVENT_RETRY_JITTER",
+    "runner_gone_s": "EVENT_RUNNER_GONE_S",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
 }
@@ -48,6 +49,7 @@ class Settings(BaseModel, frozen=True):
     steps_per_run_tick: int = Field(20, ge=1)
     steps_per_tick: int = Field(50, ge=1)
     lease_max_s: int = Field(86_400, ge=1)
+    runner_gone_s: int = Field(60, ge=1)
     default_budget_ms: int = Field(10_000, ge=1)
     # A claim covers one call: its budget, plus this much for saving the verdict after it.
     claim_slack_s: float = Field(5.0, ge=0, allow_inf_nan=False)

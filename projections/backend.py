@@ -17,7 +17,10 @@ Note = tuple[int, str, int, str, bytes]
 """A stored event as a page reads it: (position, originator id as text, version, topic,
 state)."""
 
-TABLES = ("rl_tracking", "rl_runs", "rl_resources", "rl_run_log", "rl_steps")
+TABLES = (
+    "rl_tracking", "rl_runs", "rl_resources", "rl_run_log", "rl_steps", "rl_runners",
+    "rl_heartbeats",
+)
 
 
 class Cursor(Protocol):

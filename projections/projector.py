@@ -9,6 +9,7 @@ from eventsourcing.persistence import ApplicationRecorder
 
 from projections.backend import Backend, Cursor, Note
 from projections.errors import CannotCatchUp, ProjectionStuck, Stuck
+from projections.runners_view import RunnersView
 from projections.schema import create_tables
 from projections.stored import decode, reason, require_known
 from projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
@@ -33,7 +34,7 @@ class View(Protocol):
 
 
 def all_views() -> list[View]:
-    return [RunsView(), ResourcesView(), StepsView(), RunLogView()]
+    return [RunsView(), ResourcesView(), StepsView(), RunLogView(), RunnersView()]
 
 
 Peek = tuple[int, list[Note]]

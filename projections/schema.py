@@ -56,6 +56,21 @@ TABLE_DDL: dict[str, list[str]] = {
             kind TEXT NOT NULL, detail TEXT NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS {ix_rl_run_log}_run ON {rl_run_log} (run_id, position)",
     ],
+    "rl_runners": [
+        """CREATE TABLE IF NOT EXISTS {rl_runners} (
+            runner_id TEXT PRIMARY KEY, worker TEXT NOT NULL, host TEXT NOT NULL,
+            pid BIGINT NOT NULL, modules TEXT NOT NULL, actions TEXT NOT NULL,
+            leases TEXT NOT NULL, started_at DOUBLE PRECISION NOT NULL,
+            stopped_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS {ix_rl_runners}_started ON {rl_runners} (started_at)",
+    ],
+    # Not a view: a liveness signal the runners overwrite every tick (projections/runners.py
+    # says why it is not an event). No projection reads or rebuilds it.
+    "rl_heartbeats": [
+        """CREATE TABLE IF NOT EXISTS {rl_heartbeats} (
+            runner_id TEXT PRIMARY KEY, beat_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS {ix_rl_heartbeats}_beat ON {rl_heartbeats} (beat_at)",
+    ],
 }
 
 

@@ -156,8 +156,8 @@ class BeatingRunner(Runner):
     """The runner, saying after every tick how many it has finished, so a parent can tell
     when a tick that was in flight (say, while the process was stopped) is over."""
 
-    def __init__(self, *args: Any, heartbeat: Path) -> None:
-        super().__init__(*args)
+    def __init__(self, *args: Any, heartbeat: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.heartbeat = heartbeat
         self.beats = 0
 
@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner = (
             rl.runner(args.worker) if args.heartbeat is None
             else BeatingRunner(rl.runs, rl.cleanup, rl.reconciler, args.worker,
-                               heartbeat=args.heartbeat)
+                               fleet=rl.fleet, loaded=rl.loaded, heartbeat=args.heartbeat)
         )
         ticks = runner.run(args.interval, stop)
     seconds = round(time.monotonic() - started, 3)

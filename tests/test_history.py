@@ -406,7 +406,7 @@ def plant_a_garden(rl: Runledger, registry: Registry, clock: FrozenDateTimeFacto
 
 
 KEYS = {"rl_tracking": "name", "rl_runs": "run_id", "rl_resources": "entry_id",
-        "rl_steps": "step_key", "rl_run_log": "position"}
+        "rl_steps": "step_key", "rl_run_log": "position", "rl_runners": "runner_id"}
 Dump = dict[str, list[tuple[Any, ...]]]
 
 
@@ -448,6 +448,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
     rl: Runledger, festival: Festival, registry: Registry, clock: FrozenDateTimeFactory
 ) -> None:
     plant_a_garden(rl, registry, clock)
+    rl.fleet.leave(rl.fleet.join("gardener", ["garden"], ["garden.plant"], []))
     rl.projector.catch_up()
     before = dump(rl)
     assert all(before[t] for t in KEYS), "every table has rows to compare"
@@ -455,7 +456,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
     report = rebuild(rl.app, rl.backend, progress=lambda count, reached: seen.append(
         (count, reached)))
     assert report.swapped and report.differences == []
-    assert report.views == ["runs", "resources", "steps", "run_log"]
+    assert report.views == ["runs", "resources", "steps", "run_log", "runners"]
     assert report.events == sum(c for c, _ in seen) == head(rl) == report.position
     assert seen[-1][1] == head(rl)
     assert dump(rl) == before
@@ -622,7 +623,8 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
     assert f"store head {level + 2}" in listed.stdout
     rows = dict(re.findall(r"(\w+)\s+│\s+(\d+\s+│\s+\d+)", listed.stdout))
     assert {k: v.split() for k, v in rows.items()} == {
-        name: [str(level), "│", "2"] for name in ("resources", "run_log", "runs", "steps")
+        name: [str(level), "│", "2"]
+        for name in ("resources", "run_log", "runs", "steps", "runners")
     }
     rebuilt = run_cli("rebuild", "runs", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr

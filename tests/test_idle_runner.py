@@ -1,4 +1,5 @@
-"""An idle runner writes nothing: a catch-up with nothing new only reads (issue 8, case 9)."""
+"""An idle runner writes its heartbeat and nothing else: a catch-up with nothing new only reads
+(issue 8, case 9), and a heartbeat is one row overwritten, never an event (issue 9)."""
 
 from __future__ import annotations
 
@@ -18,34 +19,33 @@ from tests.game import Clock, Game, phase, runledgers, spec, step
 from tests.reading import tick
 
 SPAWN = "game.spawn"
-TABLES = ("ledger_events", "rl_tracking", "rl_runs", "rl_resources", "rl_steps", "rl_run_log")
+TABLES = ("ledger_events", "rl_tracking", "rl_runs", "rl_resources", "rl_steps", "rl_run_log",
+          "rl_runners")
+"""Every table but rl_heartbeats, which an idle runner does write."""
 
 
 def sqlite_writes(rl: Runledger) -> Callable[[], Any]:
-    """What a write changes: the rows counted by total_changes() on the store's own connections
-    (SQLite counts an UPDATE that sets a column to itself, though it may write no page), and
-    what any commit shows outside: data_version for a watching connection, the files' size and
-    time."""
+    """Every row an INSERT, UPDATE or DELETE touches in the measured tables, counted by
+    triggers (an UPDATE that sets a column to itself fires them too), as a count that only a
+    committed write moves."""
     path = Path(rl.settings.database_url.removeprefix("sqlite:///"))
-    watcher = sqlite3.connect(path)
-    pool: Any = getattr(rl.app.recorder, "datastore").pool  # noqa: B009
-    first: dict[int, int] = {}
+    watcher = sqlite3.connect(path, isolation_level=None)
+    events_table: str = getattr(rl.backend, "events_table")  # noqa: B009
+    watcher.execute("CREATE TABLE written (n INTEGER NOT NULL)")
+    watcher.execute("INSERT INTO written VALUES (0)")
+    for table in (events_table, *TABLES[1:]):
+        for what in ("INSERT", "UPDATE", "DELETE"):
+            watcher.execute(f"CREATE TRIGGER counted_{table}_{what} AFTER {what} ON {table} "
+                            "BEGIN UPDATE written SET n = n + 1; END")
 
     def seen() -> Any:
-        # the pool's idle connections (the runner has stopped): every one the ticks used
-        changes = {id(c): c._sqlite_conn.total_changes for c in pool._pool}
-        for key, count in changes.items():
-            first.setdefault(key, count)
-        changed = sum(count - first[key] for key, count in changes.items())
-        files = [p for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
-        version = watcher.execute("PRAGMA data_version").fetchone()[0]
-        return changed, version, [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+        return watcher.execute("SELECT n FROM written").fetchone()[0]
 
     return seen
 
 
 def postgres_writes(rl: Runledger, admin: str) -> Callable[[], Any]:
-    """Every row's version (xmin, ctid) in the schema's tables: an UPDATE, even one that sets a
+    """Every row's version (xmin, ctid) in the measured tables: an UPDATE, even one that sets a
     column to itself, makes a new row version; an INSERT or DELETE changes the rows."""
     name = schema(rl.backend)
 
@@ -62,7 +62,15 @@ def postgres_writes(rl: Runledger, admin: str) -> Callable[[], Any]:
     return seen
 
 
-def test_an_idle_runner_writes_nothing(store_url: str, registry: Registry) -> None:
+def beats(rl: Runledger) -> list[tuple[str, float]]:
+    with rl.backend.transaction(commit=False) as cursor:
+        cursor.execute(rl.backend.sql("SELECT runner_id, beat_at FROM {rl_heartbeats}"))
+        return [(row["runner_id"], row["beat_at"]) for row in cursor.fetchall()]
+
+
+def test_an_idle_runner_writes_its_heartbeat_and_nothing_else(
+    store_url: str, registry: Registry
+) -> None:
     game, clock = Game(), Clock()
     game.install(registry, SPAWN)
     with runledgers(store_url, registry, clock) as open_one:
@@ -72,19 +80,31 @@ def test_an_idle_runner_writes_nothing(store_url: str, registry: Registry) -> No
                        phase("two", step("c", SPAWN)), name="waiting for a person")
         rl.runs.start(waiting)
         tick(rl, 4)
+        runner = rl.runner("idle")
+        runner.join()  # its Started event and first heartbeat: before the measured window
+        rl.projector.catch_up()
         admin = store_url.partition("?")[0]
         writes = sqlite_writes(rl) if sqlite(rl.backend) else postgres_writes(rl, admin)
-        before = writes()
-        runner = rl.runner("idle")
+        before, beat_before = writes(), beats(rl)
         stop = threading.Event()
         ticks: list[int] = []
         worker = threading.Thread(target=lambda: ticks.append(runner.run(0.01, stop)))
         worker.start()
-        time.sleep(1.0)
+        time.sleep(0.5)
+        clock.advance(1)  # the beats from here on say a later time
+        time.sleep(0.5)
+        after, beat_after = writes(), beats(rl)
         stop.set()
         worker.join(10)
         assert ticks and ticks[0] >= 10
         assert runner.trouble is None
-        assert writes() == before
-        rl.runs.start(spec(phase("x", step("d", SPAWN)), name="one more"))
-        assert writes() != before  # the measure does see a write
+        assert after == before
+        assert beat_before == [(str(runner_id(rl)), clock.now.timestamp() - 1)]
+        assert beat_after == [(str(runner_id(rl)), clock.now.timestamp())]
+        assert writes() != before  # the measure does see a write: leaving records Stopped
+
+
+def runner_id(rl: Runledger) -> Any:
+    rl.projector.catch_up()
+    (info,) = rl.fleet.listing(rl.clock())
+    return info.runner_id

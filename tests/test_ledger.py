@@ -371,7 +371,8 @@ def test_keep_resolves_one_entry_in_a_persons_name(rl: Runledger, clock: Any) ->
 
 # --- rebuild -----------------------------------------------------------------------------------
 
-VIEWS = [table for table in TABLES if table != "rl_tracking"]
+VIEWS = [table for table in TABLES if table not in ("rl_tracking", "rl_heartbeats")]
+"""The view tables: rl_heartbeats is a liveness signal, never rebuilt."""
 
 
 def dump(rl: Runledger) -> dict[str, list[str]]:

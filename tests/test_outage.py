@@ -4,6 +4,7 @@ proxy of the test's own, which the test cuts and mends; the server itself is nev
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -40,12 +41,51 @@ def wait_for(done: Callable[[], bool], what: str, timeout: float = 30.0) -> None
         time.sleep(0.1)
 
 
+STALL = """
+import time
+from pathlib import Path
+
+
+def register(ctx):
+    marker = Path(ctx.settings["RUNLEDGER_STALL_MARKER"])
+
+    def perform(params, idempotency_key, run_id):
+        marker.touch()  # the test cuts the store now, while this call is out
+        time.sleep(1.5)
+        return {"ok": True, "resources": [{"kind": "thing", "ref": idempotency_key}]}
+
+    ctx.action("stall.spawn", perform=perform, revert=lambda **_: {"ok": True})
+"""
+
+
+def stall_module(folder: Path) -> Path:
+    home = folder / "modules" / "stall"
+    home.mkdir(parents=True)
+    (home / "module.toml").write_text(
+        'name = "stall"\nsite = "stall"\napi = "1.0"\nentry = "stall.py:register"\n'
+    )
+    (home / "stall.py").write_text(STALL)
+    return home.parent
+
+
 def test_a_lost_database_is_one_warning_when_it_starts_and_one_when_it_ends(
     proxied: tuple[str, Proxy], tmp_path: Path
 ) -> None:
     url, proxy = proxied
+    marker = tmp_path / "cut-now"
     env = {**os.environ, "RUNLEDGER_DATABASE_URL": url,
-           "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")}
+           "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
+           "RUNLEDGER_MODULES_DIR": str(stall_module(tmp_path)),
+           "RUNLEDGER_STALL_MARKER": str(marker)}
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"name": "stalled", "phases": [{"id": "p", "steps": [
+        {"id": f"s{i}", "action": "stall.spawn"} for i in range(3)]}]}))
+    for _ in range(3):
+        started = subprocess.run(
+            [sys.executable, "-c", "from application.cli import main; main()", "start",
+             str(spec)], env=env, capture_output=True, text=True,
+        )
+        assert started.returncode == 0, started.stdout + started.stderr
     err = tmp_path / "runner.err"
     with err.open("wb") as sink:
         runner = subprocess.Popen(
@@ -54,7 +94,8 @@ def test_a_lost_database_is_one_warning_when_it_starts_and_one_when_it_ends(
             env=env, stdout=subprocess.DEVNULL, stderr=sink,
         )
     try:
-        time.sleep(2.0)  # ticking against a healthy store
+        # The cut lands in the middle of a leg, while a perform is out and runs are waiting.
+        wait_for(marker.exists, "a perform to be under way")
         proxy.cut()
         wait_for(lambda: "in trouble" in err.read_text(), "the runner to notice the outage")
         time.sleep(3.0)  # some thirty ticks into the outage
