@@ -73,7 +73,7 @@ def judge_group(
     if verdict.note:
         detail["note"] = verdict.note
     if first.next_attempt_at is not None:
-        detail["next_attempt_at"] = first.next_attempt_at.isoformat()
+        detail["next_attempt_at"] = first.next_attempt_at.isoformat(timespec="seconds")
     kind = "cleanup.reverted" if verdict.outcome == "done" and not verdict.failed else (
         "cleanup.drifted" if verdict.outcome == "drifted" else "cleanup.failed"
     )
