@@ -234,6 +234,18 @@ def test_a_leased_key_nobody_touched_gets_its_old_value_back_or_is_removed(
     assert cleanup_status(rl, run) == "complete"
 
 
+def test_a_restore_repeated_after_its_runner_died_finds_the_old_value_and_has_given_it_back(
+    rl: Runledger, client: redis.Redis, prefix: str
+) -> None:
+    client.set(f"{prefix}door", "shut")
+    run = held_run(rl, door(prefix, "open"))
+    client.set(f"{prefix}door", "shut")  # the first restore, whose verdict was never saved
+    finish(rl, run)
+    assert {e.status for e in named(rl, run).values()} == {"reverted"}
+    assert client.get(f"{prefix}door") == "shut"
+    assert cleanup_status(rl, run) == "complete"
+
+
 # --- deleted by hand ------------------------------------------------------------------------------
 
 

@@ -286,6 +286,21 @@ def test_a_lease_changed_by_somebody_else_is_drifted_and_their_value_stays(
     assert run_row(rl, run).cleanup_status == "incomplete"
 
 
+def test_a_restore_repeated_after_its_runner_died_finds_the_baseline_and_has_given_it_back(
+    rl: Runledger, world: SandboxWorld
+) -> None:
+    run = started_and_held(rl, lease("north", "storm"))
+    # The first restore put "clear" back; its runner died before the verdict was saved.
+    assert world.restore(WEATHER, "clear", "storm", "north") == {"ok": True}
+    assert world.restore(WEATHER, "clear", "storm", "north") == {"ok": True}
+    ended(rl, run)
+    ticks(rl, 2)
+    (entry,) = named(rl, run).values()
+    assert (entry.status, entry.attempts) == ("reverted", 1)
+    assert world.value("weather:north") == "clear"
+    assert run_row(rl, run).cleanup_status == "complete"
+
+
 def test_a_thing_that_vanished_is_orphaned_by_a_reconcile_and_the_rest_stays_live(
     rl: Runledger, world: SandboxWorld
 ) -> None:
