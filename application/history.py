@@ -101,7 +101,7 @@ class History(Service):
         status = cleanup_status(
             running=not run.is_terminal, entries=len(resources),
             unresolved=sum(r.unresolved for r in resources),
-            open_=sum(_open(r, now, self.settings.max_revert_attempts) for r in resources),
+            open_=sum(r.still_open(now, self.settings.max_revert_attempts) for r in resources),
         )
         states = [EntryState(r.id, f"{r.kind}:{r.ref}", r.state, r.attempts, r.last_error)
                   for r in resources]
@@ -135,12 +135,6 @@ class History(Service):
         if upto is None or reached < upto:
             return reached
         return self.backend.last_version(entry_id) or reached
-
-
-def _open(entry: Resource, now: datetime, max_attempts: int) -> bool:
-    return entry.retryable(now, max_attempts) or (
-        entry.unresolved and entry.under_live_claim(now) and not entry.terminal
-    )
 
 
 def _values(entry: Resource) -> dict[str, Any] | None:

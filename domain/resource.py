@@ -161,6 +161,13 @@ class Resource(Aggregate):
             raise NotAPlaceholder(f"{self.kind}:{self.ref} is {self.state}, not a placeholder")
         self._superseded(at=at)
 
+    def still_open(self, now: datetime, max_attempts: int) -> bool:
+        """Work automatic cleanup may still do: retryable now or after its back-off, or an
+        attempt in flight. A run with such an entry is ``pending``."""
+        if not self.unresolved or self.state == "drifted" or self.terminal:
+            return False
+        return self.attempts < max_attempts or self.under_live_claim(now)
+
     def claim_revert(
         self, worker: str, at: datetime, expires_at: datetime, max_attempts: int
     ) -> None:

@@ -92,6 +92,10 @@ def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
         (34.9, 2, 2, "pending"), (35, 3, 3, "incomplete"), (500, 3, 3, "incomplete"),
     ]
     assert entry(rl, c1).next_attempt is None
+    # The audit replay implies what the console showed at each moment, back-off included.
+    for offset, _, _, shown in seen:
+        as_of = start + timedelta(seconds=offset + 0.01)
+        assert rl.history.replay(run, as_of=as_of).cleanup_status == shown, offset
     failed = lines(rl, run, "cleanup.failed")
     assert [line.detail.get("next_attempt_at") for line in failed] == [
         (start + timedelta(seconds=5)).isoformat(), (start + timedelta(seconds=35)).isoformat(),

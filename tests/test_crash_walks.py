@@ -56,8 +56,9 @@ class Runners:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, worker: str, *knobs: str) -> None:
-        env = {**os.environ, "POSTGRES_POOL_SIZE": "2", "POSTGRES_MAX_OVERFLOW": "4",
-               "EVENT_RETRY_DELAYS_S": "0.2,0.5"}  # the walks are about kills, not waiting
+        # The walks are about kills, not waiting: short retry delays unless the caller set some.
+        env = {"EVENT_RETRY_DELAYS_S": "0.2,0.5", **os.environ, "POSTGRES_POOL_SIZE": "2",
+               "POSTGRES_MAX_OVERFLOW": "4"}
         command = [
             sys.executable, str(RUNNER), "--url", self.url, "--worker", worker,
             "--calls", str(self.calls), "--interval", "0.02",
