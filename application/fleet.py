@@ -43,17 +43,9 @@ class Loaded:
 
 
 @dataclass(frozen=True)
-class RunnerInfo:
-    runner_id: UUID
-    worker: str
-    host: str
-    pid: int
-    modules: tuple[str, ...]
-    actions: tuple[str, ...]
-    leases: tuple[str, ...]
-    started_at: datetime
-    stopped_at: datetime | None
-    last_beat: datetime | None
+class RunnerInfo(RunnerRow):
+    """A runner as its rows say, and whether it is live, gone or stopped now."""
+
     state: RunnerState
 
 
