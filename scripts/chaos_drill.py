@@ -132,13 +132,23 @@ def shortest_backoff(delays: str, jitter: float, max_attempts: int) -> float:
     return sum(gaps) * (1 - jitter)
 
 
-def outages(rng: random.Random, span_s: float, every_s: float, longest_s: float) -> list[Window]:
-    """One window at a random time in every ``every_s`` seconds, of 60-100 % of the longest."""
+def outages(
+    rng: random.Random, span_s: float, every_s: float, longest_s: float, apart_s: float
+) -> list[Window]:
+    """One window at a random time in every ``every_s`` seconds, of 60-100 % of the longest,
+    each ending at least ``apart_s`` before the next begins: two outages closer than one
+    entry's whole schedule of attempts are one longer outage to that entry."""
     windows = []
     for n in range(int(span_s // every_s)):
         length = rng.uniform(0.6, 1.0) * longest_s
-        windows.append((n * every_s + rng.uniform(0, every_s - length), length))
+        windows.append((n * every_s + rng.uniform(0, every_s - length - apart_s), length))
     return windows
+
+
+def longest_backoff(delays: str, jitter: float, max_attempts: int) -> float:
+    """The longest time from an entry's first automatic attempt to its last."""
+    seconds = [float(d) for d in delays.split(",")]
+    return sum(seconds[min(n, len(seconds) - 1)] for n in range(max_attempts - 1)) * (1 + jitter)
 
 
 def settings_at(url: str) -> Settings:
@@ -257,13 +267,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.outage_s >= backoff:
         print(f"an outage of {args.outage_s:g}s is not shorter than the back-off ({backoff:g}s)")
         return 2
-    if args.outage_every <= args.outage_s:
-        print("--outage-every must be longer than --outage-s")
+    apart = longest_backoff(args.retry_delays, args.retry_jitter, max_attempts)
+    if args.outage_every <= args.outage_s + apart:
+        print(f"--outage-every must be longer than --outage-s and the longest back-off "
+              f"({apart:g}s) together")
         return 2
     os.environ |= {"EVENT_RETRY_DELAYS_S": args.retry_delays,
                    "EVENT_RETRY_JITTER": str(args.retry_jitter)}
     rng = random.Random(args.seed)
-    windows = outages(rng, args.minutes * 60, args.outage_every, args.outage_s)
+    windows = outages(rng, args.minutes * 60, args.outage_every, args.outage_s, apart)
     folder = Path(tempfile.mkdtemp(prefix="chaos_drill_"))
     print(
         f"chaos drill: {args.runs} runs, {args.runners} runners, {args.minutes:g} min, a kill "
