@@ -6,8 +6,8 @@ from typing import Any
 
 from eventsourcing.persistence import JSONTranscoder
 
-from domain.values import UnsafeValue
-from projections.lazy import parse_state, revive
+from runledger.domain.values import UnsafeValue
+from runledger.projections.lazy import parse_state, revive
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 

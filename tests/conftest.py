@@ -10,10 +10,10 @@ import pytest
 from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder
 from freezegun.api import FakeDatetime
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
-from application.store import LedgerApp
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.application.store import LedgerApp
 from tests.game import NO_BACKOFF, SPAWN, Clock, Game, runledgers
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
-from projections.rebuild import rebuild
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.projections.rebuild import rebuild
 from tests.fixtures.make_legacy_store import FESTIVAL, FIXTURE, OWING, SPAWN
 from tests.test_history import KEYS, dump
 from tests.world import World

@@ -10,14 +10,14 @@ from eventsourcing.persistence import JSONTranscoder, Transcoder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest
-from application.settings import Settings, store_config
-from application.store import LedgerApp
-from application.transcoding import FastJSONTranscoder
-from domain.errors import DomainError
-from domain.run import Run
-from domain.values import UnsafeValue, check_value, value_problem
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest
+from runledger.application.settings import Settings, store_config
+from runledger.application.store import LedgerApp
+from runledger.application.transcoding import FastJSONTranscoder
+from runledger.domain.errors import DomainError
+from runledger.domain.run import Run
+from runledger.domain.values import UnsafeValue, check_value, value_problem
 from tests.hostile import HostileModule, odd_values, still_works, thing_spec
 from tests.reading import row, written
 
