@@ -47,6 +47,16 @@ class FastJSONTranscoder(JSONTranscoder):
             raise UnsafeValue("an event", f"of {len(data):,} bytes is too large to store")
         return data
 
+    def _encode_obj(self, o: Any) -> dict[str, Any]:
+        """A subclass of a registered type is stored as that type: freezegun's clock answers
+        FakeDatetimes, which users' tests save, and the stock lookup is by exact type."""
+        cls = type(o)
+        if cls not in self.types:
+            base = next((b for b in cls.__mro__[1:] if b in self.types), None)
+            if base is not None:
+                self.types[cls] = self.types[base]
+        return super()._encode_obj(o)
+
     def decode(self, data: bytes) -> Any:
         return revive(parse_state(data), self.names)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
 
 import pytest
 from eventsourcing.persistence import JSONTranscoder, Transcoder
+from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,3 +102,18 @@ def test_any_text_either_has_a_named_problem_or_round_trips_through_the_encoder(
             t.encode({"v": text})
         return
     assert t.decode(t.encode({"v": text})) == {"v": text}
+
+
+def test_a_run_saved_under_freeze_time_reads_back_as_the_moment_it_was_frozen_at(
+    make_runledger: Callable[..., Runledger],
+) -> None:
+    """freezegun's clock answers a datetime subclass; it is stored as a datetime, unpatched."""
+    frozen_at = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    with freeze_time(frozen_at):
+        rl = make_runledger()
+        run_id = rl.ledger.start_run("frozen")
+        rl.ledger.complete_run(run_id)
+    run = rl.ledger.get_run(run_id)
+    assert (run.started_at, run.ended_at) == (frozen_at, frozen_at)
+    assert type(run.started_at) is datetime
+    assert row(rl, run_id).status == "completed"
