@@ -18,10 +18,16 @@ from pydantic import (
     ValidationError,
 )
 
-from application.deadline import Malformed, Outcome, Raised, Returned, TimedOut
-from application.plain import describe_error
-from domain.resource import MAX_KIND, MAX_REF
-from domain.values import made_storable, storable, storable_text, validation_problem, value_problem
+from runledger.application.deadline import Malformed, Outcome, Raised, Returned, TimedOut
+from runledger.application.plain import describe_error
+from runledger.domain.resource import MAX_KIND, MAX_REF
+from runledger.domain.values import (
+    made_storable,
+    storable,
+    storable_text,
+    validation_problem,
+    value_problem,
+)
 
 log = logging.getLogger("runledger.answers")
 T = TypeVar("T")

@@ -5,26 +5,26 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from application.cleanup import Cleanup
-from application.fleet import Fleet, Loaded
-from application.give_back import GiveBack
-from application.history import History
-from application.inputs import worker_name
-from application.leases import CoreLease
-from application.ledger import Ledger
-from application.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
-from application.modules import Registry
-from application.parts import Parts
-from application.reconcile import Reconciler
-from application.runner import Runner
-from application.runs import Runs
-from application.serving import served_by
-from application.settings import Settings, store_config
-from application.store import LedgerApp, Streams, initialising, open_app
-from projections.backend import Backend
-from projections.projector import Projector
-from projections.queries import Queries
-from projections.runners import RunnerRows
+from runledger.application.cleanup import Cleanup
+from runledger.application.fleet import Fleet, Loaded
+from runledger.application.give_back import GiveBack
+from runledger.application.history import History
+from runledger.application.inputs import worker_name
+from runledger.application.leases import CoreLease
+from runledger.application.ledger import Ledger
+from runledger.application.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
+from runledger.application.modules import Registry
+from runledger.application.parts import Parts
+from runledger.application.reconcile import Reconciler
+from runledger.application.runner import Runner
+from runledger.application.runs import Runs
+from runledger.application.serving import served_by
+from runledger.application.settings import Settings, store_config
+from runledger.application.store import LedgerApp, Streams, initialising, open_app
+from runledger.projections.backend import Backend
+from runledger.projections.projector import Projector
+from runledger.projections.queries import Queries
+from runledger.projections.runners import RunnerRows
 
 
 def utc_now() -> datetime:

@@ -11,18 +11,18 @@ from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from application.answers import Verdict
-from application.errors import OUTAGES, BadRequest
-from application.give_back import GiveBack
-from application.groups import Group, group_entries
-from application.inputs import person
-from application.ledger import Ledger, save_with_retry
-from application.parts import Parts, Service
-from application.serving import ServedElsewhere, nowhere, served_nowhere, unserved
-from application.verdicts import Judged, Summary, judge_group
-from domain.resource import Resource
-from domain.run import TERMINAL
-from domain.runlog import LogEntry
+from runledger.application.answers import Verdict
+from runledger.application.errors import OUTAGES, BadRequest
+from runledger.application.give_back import GiveBack
+from runledger.application.groups import Group, group_entries
+from runledger.application.inputs import person
+from runledger.application.ledger import Ledger, save_with_retry
+from runledger.application.parts import Parts, Service
+from runledger.application.serving import ServedElsewhere, nowhere, served_nowhere, unserved
+from runledger.application.verdicts import Judged, Summary, judge_group
+from runledger.domain.resource import Resource
+from runledger.domain.run import TERMINAL
+from runledger.domain.runlog import LogEntry
 
 log = logging.getLogger("runledger.cleanup")
 TROUBLE_SWEEPS = 5

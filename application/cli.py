@@ -16,16 +16,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from application import fleet_cli, operator_cli, sandbox_cli
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.console import LOG_LINES, show_runs
-from application.demo import run_demo
-from application.display import safe_text
-from application.errors import STORE_ERRORS, NotFound, RunledgerError, store_error
-from application.module_threads import left_behind
-from application.operator_cli import moment, within
-from application.settings import Settings, store_config
-from domain.errors import DomainError
+from runledger import __version__
+from runledger.application import fleet_cli, operator_cli, sandbox_cli
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.console import LOG_LINES, show_runs
+from runledger.application.demo import run_demo
+from runledger.application.display import safe_text
+from runledger.application.errors import STORE_ERRORS, NotFound, RunledgerError, store_error
+from runledger.application.module_threads import left_behind
+from runledger.application.operator_cli import moment, within
+from runledger.application.settings import Settings, store_config
+from runledger.domain.errors import DomainError
 
 app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
                   no_args_is_help=True, add_completion=False)
@@ -36,6 +37,21 @@ MAX_RUNS = 1_000
 MAX_LOG_LINES = 10_000
 SHUTDOWN_GRACE_S = 2.0
 """How long, after a command, threads a module left behind are waited for before exiting."""
+
+
+def _show_version(asked: bool) -> None:
+    if asked:
+        console.print(f"runledger {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_show_version, is_eager=True, help="Print the version and exit.",
+    )] = False,
+) -> None:
+    pass
 
 
 OPERATOR_ERRORS: tuple[type[BaseException], ...] = (RunledgerError, DomainError, *STORE_ERRORS)

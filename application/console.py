@@ -14,10 +14,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from application.bootstrap import Runledger
-from application.display import safe_text
-from application.errors import BadRequest
-from projections.queries import EntryRow, RunRow
+from runledger.application.bootstrap import Runledger
+from runledger.application.display import safe_text
+from runledger.application.errors import BadRequest
+from runledger.projections.queries import EntryRow, RunRow
 
 LOG_LINES = 200
 """How many of a run's last log lines (and unresolved entries) a screen shows unless asked."""

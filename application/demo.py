@@ -11,11 +11,11 @@ from uuid import UUID
 from rich.console import Console
 from rich.text import Text
 
-from application.bootstrap import Runledger
-from application.console import show_runs
-from application.errors import BadRequest
-from application.sandbox import SandboxWorld
-from application.spec_input import parse_spec
+from runledger.application.bootstrap import Runledger
+from runledger.application.console import show_runs
+from runledger.application.errors import BadRequest
+from runledger.application.sandbox import SandboxWorld
+from runledger.application.spec_input import parse_spec
 
 FESTIVAL: dict[str, Any] = {
     "name": "Harvest festival",

@@ -8,15 +8,15 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
-from application.answers import PerformDone, PerformFailed, parse_perform
-from application.deadline import call_with_deadline
-from application.leases import CORE_LEASE, CoreLease
-from application.ledger import Ledger
-from application.modules import Action, Registry
-from application.serving import ServedElsewhere, nowhere, unserved
-from application.settings import Settings
-from application.store import LedgerApp
-from domain.step import MAX_STEP_ATTEMPTS, Step
+from runledger.application.answers import PerformDone, PerformFailed, parse_perform
+from runledger.application.deadline import call_with_deadline
+from runledger.application.leases import CORE_LEASE, CoreLease
+from runledger.application.ledger import Ledger
+from runledger.application.modules import Action, Registry
+from runledger.application.serving import ServedElsewhere, nowhere, unserved
+from runledger.application.settings import Settings
+from runledger.application.store import LedgerApp
+from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
 
 Dispatched = Literal["succeeded", "failed", "not_mine"]
 

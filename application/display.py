@@ -10,7 +10,7 @@ from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
-from domain.text import MAX_CHARS, safe_repr, safe_text
+from runledger.domain.text import MAX_CHARS, safe_repr, safe_text
 
 __all__ = ["MAX_CHARS", "json_text", "safe_repr", "safe_text"]
 

@@ -7,8 +7,8 @@ import sqlite3
 import psycopg
 from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
 
-from domain.text import safe_text
-from projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
+from runledger.domain.text import safe_text
+from runledger.projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
 
 __all__ = [
     "BadRequest", "CannotCatchUp", "ConfigError", "NotFound", "NotInitialised",

@@ -11,14 +11,14 @@ from uuid import UUID, uuid4
 
 from eventsourcing.application import AggregateNotFoundError
 
-from application.errors import NotFound
-from application.inputs import worker_name
-from application.loader import ModuleStatus
-from application.modules import Registry
-from application.store import LedgerApp
-from domain.runner_record import RunnerRecord, RunnerState, runner_state
-from domain.values import made_storable, written_out
-from projections.runners import RunnerRow, RunnerRows
+from runledger.application.errors import NotFound
+from runledger.application.inputs import worker_name
+from runledger.application.loader import ModuleStatus
+from runledger.application.modules import Registry
+from runledger.application.store import LedgerApp
+from runledger.domain.runner_record import RunnerRecord, RunnerState, runner_state
+from runledger.domain.values import made_storable, written_out
+from runledger.projections.runners import RunnerRow, RunnerRows
 
 MAX_LISTED = 1_000
 

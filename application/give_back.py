@@ -2,13 +2,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from application.answers import Verdict, classify_restore, classify_revert
-from application.deadline import call_with_deadline
-from application.groups import Group
-from application.leases import CORE_LEASE, CoreLease
-from application.modules import Registry
-from application.settings import Settings
-from domain.resource import PLACEHOLDER_KIND
+from runledger.application.answers import Verdict, classify_restore, classify_revert
+from runledger.application.deadline import call_with_deadline
+from runledger.application.groups import Group
+from runledger.application.leases import CORE_LEASE, CoreLease
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.domain.resource import PLACEHOLDER_KIND
 
 
 class GiveBack:

@@ -4,8 +4,8 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from uuid import UUID
 
-from domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
-from projections.queries import EntryRow
+from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
+from runledger.projections.queries import EntryRow
 
 
 @dataclass

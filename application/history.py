@@ -7,12 +7,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from application.errors import BadRequest, NotFound
-from application.parts import Service
-from domain.resource import Resource
-from domain.run import Run
-from domain.status import CleanupStatus, cleanup_status
-from domain.step import Step
+from runledger.application.errors import BadRequest, NotFound
+from runledger.application.parts import Service
+from runledger.domain.resource import Resource
+from runledger.domain.run import Run
+from runledger.domain.status import CleanupStatus, cleanup_status
+from runledger.domain.step import Step
 
 STATE_FIELDS = ("state", "attempts", "terminal", "claim_worker", "claim_expires_at",
                 "next_attempt_at", "last_error", "payload", "drift_current", "kept_by", "note")

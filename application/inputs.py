@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from application.errors import BadRequest
-from domain.values import MAX_TEXT, check_text
+from runledger.application.errors import BadRequest
+from runledger.domain.values import MAX_TEXT, check_text
 
 MAX_NAME = 200
 

@@ -9,15 +9,21 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from application.answers import ApplyDone, Verdict, _parse, classify_restore, not_confirmed
-from application.deadline import call_with_deadline
-from application.modules import Action, Registry
-from application.settings import Settings
-from application.store import LedgerApp
-from domain.reservation import Reservation, holds_target
-from domain.resource import LEASE_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
-from domain.run import Run
-from domain.spec import RunSpec
+from runledger.application.answers import (
+    ApplyDone,
+    Verdict,
+    _parse,
+    classify_restore,
+    not_confirmed,
+)
+from runledger.application.deadline import call_with_deadline
+from runledger.application.modules import Action, Registry
+from runledger.application.settings import Settings
+from runledger.application.store import LedgerApp
+from runledger.domain.reservation import Reservation, holds_target
+from runledger.domain.resource import LEASE_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
+from runledger.domain.run import Run
+from runledger.domain.spec import RunSpec
 
 CORE_LEASE = "core.lease"
 

@@ -10,15 +10,15 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 from pydantic import ValidationError
 
-from application.answers import NamedResource
-from application.errors import BadRequest, NotFound
-from application.inputs import person, reason
-from application.parts import Service
-from application.store import LedgerApp
-from domain.errors import RunNotRunning
-from domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
-from domain.run import Run
-from domain.runlog import LogEntry
+from runledger.application.answers import NamedResource
+from runledger.application.errors import BadRequest, NotFound
+from runledger.application.inputs import person, reason
+from runledger.application.parts import Service
+from runledger.application.store import LedgerApp
+from runledger.domain.errors import RunNotRunning
+from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
+from runledger.domain.run import Run
+from runledger.domain.runlog import LogEntry
 
 Clock = Callable[[], datetime]
 

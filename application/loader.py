@@ -15,12 +15,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from application.deadline import Outcome, Raised, Returned, TimedOut, call_with_deadline
-from application.module_host import ModuleContext, ModuleEvents, Registration
-from application.module_threads import note_code, watching
-from application.modules import Registry
-from application.plain import describe_error
-from application.settings import module_scope, refused_setting, settings_prefix
+from runledger.application.deadline import Outcome, Raised, Returned, TimedOut, call_with_deadline
+from runledger.application.module_host import ModuleContext, ModuleEvents, Registration
+from runledger.application.module_threads import note_code, watching
+from runledger.application.modules import Registry
+from runledger.application.plain import describe_error
+from runledger.application.settings import module_scope, refused_setting, settings_prefix
 
 __all__ = ["Loader", "ModuleContext", "ModuleEvents", "ModuleStatus", "folders"]
 

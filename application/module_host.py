@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from application.modules import ModuleRegistrar, RegistrationError
-from application.plain import Unreadable, plain
+from runledger.application.modules import ModuleRegistrar, RegistrationError
+from runledger.application.plain import Unreadable, plain
 
 log = logging.getLogger("runledger.loader")
 

@@ -13,13 +13,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-from application.bootstrap import Runledger
-from application.display import json_text, safe_repr, safe_text
-from application.errors import BadRequest, NotFound, ProjectionStuck
-from application.history import Replay, StepFrame, Stepping
-from domain.values import check_text
-from projections.errors import Stuck
-from projections.rebuild import choose, rebuild
+from runledger.application.bootstrap import Runledger
+from runledger.application.display import json_text, safe_repr, safe_text
+from runledger.application.errors import BadRequest, NotFound, ProjectionStuck
+from runledger.application.history import Replay, StepFrame, Stepping
+from runledger.domain.values import check_text
+from runledger.projections.errors import Stuck
+from runledger.projections.rebuild import choose, rebuild
 
 STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
                "failing": "red", "drifted": "dark_orange", "orphaned": "dark_orange",

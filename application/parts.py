@@ -4,12 +4,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from application.modules import Registry
-from application.settings import Settings
-from application.store import LedgerApp, Streams
-from projections.backend import Backend
-from projections.projector import Projector
-from projections.queries import Queries
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.application.store import LedgerApp, Streams
+from runledger.projections.backend import Backend
+from runledger.projections.projector import Projector
+from runledger.projections.queries import Queries
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from domain.values import MAX_DEPTH, MAX_NODES, made_storable
+from runledger.domain.values import MAX_DEPTH, MAX_NODES, made_storable
 
 
 class Unreadable(ValueError):

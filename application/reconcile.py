@@ -6,14 +6,14 @@ from datetime import datetime, timedelta
 from itertools import groupby
 from typing import Any
 
-from application.answers import parse_reconcile
-from application.deadline import call_with_deadline
-from application.ledger import save_with_retry
-from application.parts import Service
-from domain.resource import MAX_KIND, MAX_REF, Resource
-from domain.runlog import LogEntry
-from domain.values import text_problem
-from projections.queries import EntryRow
+from runledger.application.answers import parse_reconcile
+from runledger.application.deadline import call_with_deadline
+from runledger.application.ledger import save_with_retry
+from runledger.application.parts import Service
+from runledger.domain.resource import MAX_KIND, MAX_REF, Resource
+from runledger.domain.runlog import LogEntry
+from runledger.domain.values import text_problem
+from runledger.projections.queries import EntryRow
 
 log = logging.getLogger("runledger.reconcile")
 

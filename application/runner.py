@@ -5,8 +5,8 @@ import threading
 from dataclasses import dataclass
 from uuid import UUID
 
-from application.cleanup import Cleanup
-from application.errors import (
+from runledger.application.cleanup import Cleanup
+from runledger.application.errors import (
     STORE_ERRORS,
     CannotCatchUp,
     NotInitialised,
@@ -15,11 +15,11 @@ from application.errors import (
     StoreError,
     store_error,
 )
-from application.fleet import Fleet, Loaded
-from application.reconcile import Reconciler
-from application.runs import AdvanceReport, Runs
-from application.settings import store_config
-from application.verdicts import Summary
+from runledger.application.fleet import Fleet, Loaded
+from runledger.application.reconcile import Reconciler
+from runledger.application.runs import AdvanceReport, Runs
+from runledger.application.settings import store_config
+from runledger.application.verdicts import Summary
 
 log = logging.getLogger("runledger.runner")
 

@@ -10,19 +10,19 @@ from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from application.dispatch import Dispatcher
-from application.errors import OUTAGES, BadRequest
-from application.inputs import person
-from application.leases import CORE_LEASE, CoreLease
-from application.ledger import Ledger
-from application.parts import Parts, Service
-from application.serving import ServedElsewhere, nowhere, served_nowhere
-from application.spec_input import parse_spec
-from domain.errors import RunNotRunning
-from domain.progress import PhaseStatus, describe, ready_at, times
-from domain.run import Run
-from domain.spec import RunSpec
-from domain.step import MAX_STEP_ATTEMPTS, Step
+from runledger.application.dispatch import Dispatcher
+from runledger.application.errors import OUTAGES, BadRequest
+from runledger.application.inputs import person
+from runledger.application.leases import CORE_LEASE, CoreLease
+from runledger.application.ledger import Ledger
+from runledger.application.parts import Parts, Service
+from runledger.application.serving import ServedElsewhere, nowhere, served_nowhere
+from runledger.application.spec_input import parse_spec
+from runledger.domain.errors import RunNotRunning
+from runledger.domain.progress import PhaseStatus, describe, ready_at, times
+from runledger.domain.run import Run
+from runledger.domain.spec import RunSpec
+from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
 
 log = logging.getLogger("runledger.runs")
 

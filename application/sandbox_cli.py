@@ -10,11 +10,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from application.display import safe_text
-from application.errors import BadRequest
-from application.sandbox import SandboxWorld
-from application.settings import Settings
-from domain.values import check_text
+from runledger.application.display import safe_text
+from runledger.application.errors import BadRequest
+from runledger.application.sandbox import SandboxWorld
+from runledger.application.settings import Settings
+from runledger.domain.values import check_text
 
 KNOBS = "fail_perform, fail_revert, terminal, hang, throw, garbage or fail_refs"
 Guard = Callable[[Callable[[], Any]], Any]

@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from application.errors import ConfigError
-from domain.backoff import Backoff
+from runledger.application.errors import ConfigError
+from runledger.domain.backoff import Backoff
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
 # fullmatch, never "$": "$" also matches before a final newline ("abc\n" would pass).

@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from application.errors import BadRequest
-from domain.spec import MAX_PHASES, MAX_STEPS, RunSpec
-from domain.values import validation_problem
+from runledger.application.errors import BadRequest
+from runledger.domain.spec import MAX_PHASES, MAX_STEPS, RunSpec
+from runledger.domain.values import validation_problem
 
 MAX_SPEC_BYTES = 1 << 20
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +18,7 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.sql import SQL, Composable, Identifier
 
-from application.errors import (
+from runledger.application.errors import (
     STORE_ERRORS,
     NotInitialised,
     RunledgerError,
@@ -26,12 +26,13 @@ from application.errors import (
     StoreUnavailable,
     store_error,
 )
-from application.settings import StoreConfig
-from application.transcoding import FastJSONTranscoder
-from projections.backend import Backend, Cursor
-from projections.postgres import PostgresBackend
-from projections.schema import missing_columns
-from projections.sqlite import SQLiteBackend
+from runledger.application.settings import StoreConfig
+from runledger.application.transcoding import FastJSONTranscoder
+from runledger.domain.topics import register_old_topics
+from runledger.projections.backend import Backend, Cursor
+from runledger.projections.postgres import PostgresBackend
+from runledger.projections.schema import missing_columns
+from runledger.projections.sqlite import SQLiteBackend
 
 A = TypeVar("A", bound=Aggregate)
 
@@ -42,6 +43,10 @@ class LedgerApp(Application[UUID]):
     """The event store of every ledger entry, run and run-log line."""
 
     name = "Ledger"
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        register_old_topics()  # before any event is read: older stores name classes by them
+        super().__init__(env)
 
     def construct_transcoder(self) -> Transcoder:
         transcoder = FastJSONTranscoder()

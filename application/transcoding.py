@@ -6,8 +6,8 @@ from typing import Any
 
 from eventsourcing.persistence import JSONTranscoder
 
-from domain.values import UnsafeValue
-from projections.lazy import parse_state, revive
+from runledger.domain.values import UnsafeValue
+from runledger.projections.lazy import parse_state, revive
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 
@@ -46,6 +46,16 @@ class FastJSONTranscoder(JSONTranscoder):
         if len(data) > MAX_EVENT_BYTES:
             raise UnsafeValue("an event", f"of {len(data):,} bytes is too large to store")
         return data
+
+    def _encode_obj(self, o: Any) -> dict[str, Any]:
+        """A subclass of a registered type is stored as that type: freezegun's clock answers
+        FakeDatetimes, which users' tests save, and the stock lookup is by exact type."""
+        cls = type(o)
+        if cls not in self.types:
+            base = next((b for b in cls.__mro__[1:] if b in self.types), None)
+            if base is not None:
+                self.types[cls] = self.types[base]
+        return super()._encode_obj(o)
 
     def decode(self, data: bytes) -> Any:
         return revive(parse_state(data), self.names)

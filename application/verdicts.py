@@ -7,12 +7,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from application.answers import Verdict
-from application.groups import Group
-from domain.backoff import Backoff
-from domain.errors import DomainError
-from domain.resource import FailureMode, Resource
-from domain.runlog import LogEntry
+from runledger.application.answers import Verdict
+from runledger.application.groups import Group
+from runledger.domain.backoff import Backoff
+from runledger.domain.errors import DomainError
+from runledger.domain.resource import FailureMode, Resource
+from runledger.domain.runlog import LogEntry
 
 log = logging.getLogger("runledger.cleanup")
 

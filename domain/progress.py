@@ -3,9 +3,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from domain.run import Run
-from domain.spec import PhaseSpec, RunSpec
-from domain.step import Step
+from runledger.domain.run import Run
+from runledger.domain.spec import PhaseSpec, RunSpec
+from runledger.domain.step import Step
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import DomainError
-from domain.ids import natural_id
-from domain.resource import UNRESOLVED
+from runledger.domain.errors import DomainError
+from runledger.domain.ids import natural_id
+from runledger.domain.resource import UNRESOLVED
 
 
 def holds_target(

@@ -6,13 +6,13 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import (
+from runledger.domain.errors import (
     AlreadyResolved,
     NotAPlaceholder,
     NotClaimable,
     NotClaimHolder,
 )
-from domain.ids import natural_id
+from runledger.domain.ids import natural_id
 
 PLACEHOLDER_KIND = "@step"
 LEASE_KIND = "override"

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import PhaseOutOfOrder, RunNotRunning
+from runledger.domain.errors import PhaseOutOfOrder, RunNotRunning
 
 RunStatus = Literal["running", "completed", "cancelled", "aborted"]
 TERMINAL: frozenset[str] = frozenset({"completed", "cancelled", "aborted"})

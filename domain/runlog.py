@@ -6,7 +6,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.ids import natural_id
+from runledger.domain.ids import natural_id
 
 
 class LogEntry(Aggregate):

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import DomainError
+from runledger.domain.errors import DomainError
 
 RunnerState = Literal["live", "gone", "stopped"]
 

@@ -4,7 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from domain.values import storable, storable_text
+from runledger.domain.values import storable, storable_text
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_WAIT_S = 366 * 86_400  # a wait must stay a time the calendar can hold

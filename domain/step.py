@@ -6,8 +6,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import DomainError
-from domain.ids import natural_id
+from runledger.domain.errors import DomainError
+from runledger.domain.ids import natural_id
 
 MAX_STEP_ATTEMPTS = 3
 StepState = Literal["waiting", "done", "gave_up"]

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from domain.errors import DomainError
+from runledger.domain.errors import DomainError
 
 MAX_TEXT = 10_000
 """Characters in one string of a stored value."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from domain.text import safe_text
+from runledger.domain.text import safe_text
 
 
 class RunledgerError(Exception):

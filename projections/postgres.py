@@ -11,7 +11,7 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
-from projections.backend import TABLES, Backend, Cursor, Note, driver_error
+from runledger.projections.backend import TABLES, Backend, Cursor, Note, driver_error
 
 # Each wanted stream read through the primary key, one lookup per id: a plain
 # "originator_id = ANY(...)" lets the planner choose a scan whose cost grows with the store;

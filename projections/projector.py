@@ -7,12 +7,12 @@ from typing import Any, Protocol
 from eventsourcing.application import Application
 from eventsourcing.persistence import ApplicationRecorder
 
-from projections.backend import Backend, Cursor, Note
-from projections.errors import CannotCatchUp, ProjectionStuck, Stuck
-from projections.runners_view import RunnersView
-from projections.schema import create_tables
-from projections.stored import decode, reason, require_known
-from projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
+from runledger.projections.backend import Backend, Cursor, Note
+from runledger.projections.errors import CannotCatchUp, ProjectionStuck, Stuck
+from runledger.projections.runners_view import RunnersView
+from runledger.projections.schema import create_tables
+from runledger.projections.stored import decode, reason, require_known
+from runledger.projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
 
 PAGE = 2_000
 Progress = Callable[[int, int], None]

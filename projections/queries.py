@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from domain.status import CleanupStatus, cleanup_status
-from projections.backend import Backend
-from projections.schema import OPEN_STATES, UNRESOLVED_STATES
+from runledger.domain.status import CleanupStatus, cleanup_status
+from runledger.projections.backend import Backend
+from runledger.projections.schema import OPEN_STATES, UNRESOLVED_STATES
 
 
 def _time(value: float | None) -> datetime | None:

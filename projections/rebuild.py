@@ -9,9 +9,9 @@ from typing import Any
 
 from eventsourcing.application import Application
 
-from projections.backend import Backend, Cursor
-from projections.projector import Progress, Projector, View, all_views
-from projections.schema import create_indexes, create_table
+from runledger.projections.backend import Backend, Cursor
+from runledger.projections.projector import Progress, Projector, View, all_views
+from runledger.projections.schema import create_indexes, create_table
 
 log = logging.getLogger("runledger.rebuild")
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from projections.backend import Backend
+from runledger.projections.backend import Backend
 
 _COLUMNS = (
     "r.runner_id, r.worker, r.host, r.pid, r.modules, r.actions, r.leases, r.started_at, "

@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any
 
-from domain.runner_record import RunnerRecord
-from projections.views import ProjectionError, Row, RowView, as_json, epoch
+from runledger.domain.runner_record import RunnerRecord
+from runledger.projections.views import ProjectionError, Row, RowView, as_json, epoch
 
 
 @singledispatch

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.backend import Backend, Cursor
+from runledger.projections.backend import Backend, Cursor
 
 # Entries automatic cleanup may still work; the sweep's candidate query reads only this index,
 # so its cost does not grow with what has already been given back.

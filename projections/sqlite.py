@@ -9,7 +9,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteDatastore
 
-from projections.backend import TABLES, Backend, Cursor, Note, chunks, driver_error
+from runledger.projections.backend import TABLES, Backend, Cursor, Note, chunks, driver_error
 
 SQLITE_READONLY = 8
 

@@ -9,13 +9,14 @@ from typing import Any
 from eventsourcing.persistence import Transcoding
 from eventsourcing.utils import resolve_topic
 
-from domain.text import safe_text
-from projections.backend import Note
-from projections.lazy import lazy_event
+from runledger.domain.text import safe_text
+from runledger.domain.topics import old_topics
+from runledger.projections.backend import Note
+from runledger.projections.lazy import lazy_event
 
 # Only runledger's own packages are imported to look a topic up: a topic in the store is data,
 # and importing whatever module it names would run that module's code.
-OWN_PACKAGES = ("domain", "application", "projections", "eventsourcing")
+OWN_PACKAGES = ("runledger", "eventsourcing")
 
 
 class UnknownTopic(Exception):
@@ -43,6 +44,8 @@ def require_known(topic: str) -> None:
 
 @cache
 def known(topic: str) -> bool:
+    if topic in old_topics():
+        return True
     module = topic.partition(":")[0]
     if module.partition(".")[0] not in OWN_PACKAGES and module not in sys.modules:
         return False

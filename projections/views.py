@@ -7,14 +7,14 @@ from functools import cache, singledispatch
 from typing import Any, ClassVar
 
 from eventsourcing.domain import DomainEventProtocol
-from eventsourcing.utils import get_topic
 
-from domain.resource import Resource
-from domain.run import Run
-from domain.runlog import LogEntry
-from domain.step import MAX_STEP_ATTEMPTS, Step
-from domain.values import written_out
-from projections.backend import Backend, Cursor, chunks
+from runledger.domain.resource import Resource
+from runledger.domain.run import Run
+from runledger.domain.runlog import LogEntry
+from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
+from runledger.domain.topics import topics_of
+from runledger.domain.values import written_out
+from runledger.projections.backend import Backend, Cursor, chunks
 
 Row = dict[str, Any]
 Event = DomainEventProtocol[Any]
@@ -54,7 +54,7 @@ class EventView:
     @classmethod
     @cache
     def topics(cls) -> frozenset[str]:
-        return frozenset(get_topic(e) for e in cls.events)
+        return frozenset(t for e in cls.events for t in topics_of(e))
 
 
 class RowView(EventView):

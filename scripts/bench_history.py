@@ -25,12 +25,12 @@ from typing import Any
 
 import psycopg
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
-from domain.resource import Resource
-from domain.run import Run
-from projections.rebuild import rebuild
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.domain.resource import Resource
+from runledger.domain.run import Run
+from runledger.projections.rebuild import rebuild
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import redis
 
-from application.bootstrap import bootstrap, init_store
-from application.settings import Settings
+from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.settings import Settings
 
 
 def give_back(module: str, runs: int, entries: int, folder: Path, prefix: str) -> float:

@@ -32,11 +32,11 @@ from uuid import UUID
 import psycopg
 from psycopg.sql import SQL, Identifier
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
-from domain.resource import Resource
-from domain.run import Run
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.domain.resource import Resource
+from runledger.domain.run import Run
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "tests" / "runner_proc.py"

@@ -38,10 +38,10 @@ from typing import Any
 
 import psycopg
 
-import application.give_back as cleanup_module
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
+import runledger.application.give_back as cleanup_module
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ACTION = "bench.spawn"
@@ -299,7 +299,7 @@ def raw_baseline(store: Store, txns: list[int], state_size: int) -> float:
     Each row is shaped like a stored event (uuid, version, topic, a state blob of the sweep's
     mean size) into a table with the same kind of keys (serial id, unique (uuid, version))."""
     blob = b"x" * state_size
-    topic = "domain.resource:Resource.Reverted"
+    topic = "runledger.domain.resource:Resource.Reverted"
     rows_per_txn = [[(uuid.uuid4(), 1, topic, blob) for _ in range(n)] for n in txns]
     if store.engine == "postgres":
         table = store.table("raw_baseline")

@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The drill drives the crash walks' runner processes and check: they live in the tests package.
 sys.path.insert(0, str(ROOT))
 
-from application.bootstrap import Runledger, bootstrap, init_store  # noqa: E402
-from application.modules import Registry  # noqa: E402
-from application.settings import Settings  # noqa: E402
+from runledger.application.bootstrap import Runledger, bootstrap, init_store  # noqa: E402
+from runledger.application.modules import Registry  # noqa: E402
+from runledger.application.settings import Settings  # noqa: E402
 from tests.conftest import PG_ADMIN, drop_pg_url, new_pg_url  # noqa: E402
 from tests.runner_proc import ACTION, MODULE, append_line, outage_text, read_calls  # noqa: E402
 from tests.test_crash_walks import (  # noqa: E402

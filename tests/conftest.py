@@ -7,34 +7,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder
-from freezegun.api import FakeDatetime
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
-from application.store import LedgerApp
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
 from tests.game import NO_BACKOFF, SPAWN, Clock, Game, runledgers
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("RUNLEDGER_REQUIRE_POSTGRES") == "1"
-
-
-class FakeDatetimeAsISO(DatetimeAsISO):
-    """freezegun's datetimes are a subclass the transcoder does not know; store them alike."""
-
-    type = FakeDatetime
-
-
-_register = LedgerApp.register_transcodings
-
-
-def _register_with_fake_datetime(self: LedgerApp, transcoder: JSONTranscoder) -> None:
-    _register(self, transcoder)
-    transcoder.register(FakeDatetimeAsISO())
-
-
-LedgerApp.register_transcodings = _register_with_fake_datetime  # type: ignore[method-assign]
 
 
 def _pg_available() -> str | None:

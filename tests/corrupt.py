@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID, uuid4
 
-from application.bootstrap import Runledger
-from projections.backend import Backend
-from projections.sqlite import SQLiteBackend
+from runledger.application.bootstrap import Runledger
+from runledger.projections.backend import Backend
+from runledger.projections.sqlite import SQLiteBackend
 
-RUN_STARTED = "domain.run:Run.Started"
-UNKNOWN_TOPIC = "domain.run:Run.Vanished"
+RUN_STARTED = "runledger.domain.run:Run.Started"
+UNKNOWN_TOPIC = "runledger.domain.run:Run.Vanished"
 
 
 def sqlite(backend: Backend) -> bool:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from application.bootstrap import Runledger, bootstrap
-from application.modules import Registry
-from application.settings import Settings
+from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
 
 MODULE = "game"
 LEASE = "weather"

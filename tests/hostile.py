@@ -13,9 +13,9 @@ from uuid import UUID
 
 from hypothesis import strategies as st
 
-from application.bootstrap import Runledger
-from application.modules import Registry
-from projections.rebuild import rebuild
+from runledger.application.bootstrap import Runledger
+from runledger.application.modules import Registry
+from runledger.projections.rebuild import rebuild
 
 MODULE = "hostile"
 ACTION = "hostile.thing"

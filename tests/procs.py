@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from application.bootstrap import Runledger, bootstrap
-from application.modules import Registry
-from application.settings import Settings
+from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = "world.spawn"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from uuid import UUID
 
-from application.bootstrap import Runledger
-from application.runner import TickReport
-from domain.step import Step
-from projections.queries import EntryRow, LogLine, RunRow
+from runledger.application.bootstrap import Runledger
+from runledger.application.runner import TickReport
+from runledger.domain.step import Step
+from runledger.projections.queries import EntryRow, LogLine, RunRow
 
 
 def written(rl: Runledger) -> int:

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from application.bootstrap import bootstrap
-from application.modules import Registry
-from application.runner import Runner, TickReport
-from application.settings import Settings
+from runledger.application.bootstrap import bootstrap
+from runledger.application.modules import Registry
+from runledger.application.runner import Runner, TickReport
+from runledger.application.settings import Settings
 
 MODULE = "crashworld"
 ACTION = "crashworld.spawn"

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from freezegun import freeze_time
 
-from application.bootstrap import Runledger
-from application.modules import Registry
+from runledger.application.bootstrap import Runledger
+from runledger.application.modules import Registry
 from tests.world import World
 
 

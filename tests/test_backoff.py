@@ -17,11 +17,11 @@ from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 from rich.console import Console
 
-from application.bootstrap import Runledger
-from application.console import show_runs
-from application.modules import Registry
-from domain.backoff import Backoff
-from domain.resource import Resource
+from runledger.application.bootstrap import Runledger
+from runledger.application.console import show_runs
+from runledger.application.modules import Registry
+from runledger.domain.backoff import Backoff
+from runledger.domain.resource import Resource
 from tests.game import SPAWN as GAME_SPAWN
 from tests.game import Clock, Game, phase, spec, step, throws
 from tests.reading import entry, lines, row, status, the_step

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest, ConfigError
-from application.sandbox import SandboxWorld
-from application.settings import Settings
-from application.spec_input import MAX_SPEC_BYTES
-from domain.spec import MAX_PHASES, MAX_STEPS
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest, ConfigError
+from runledger.application.sandbox import SandboxWorld
+from runledger.application.settings import Settings
+from runledger.application.spec_input import MAX_SPEC_BYTES
+from runledger.domain.spec import MAX_PHASES, MAX_STEPS
 from tests.game import Game, phase, spec, step
 from tests.reading import row, the_step, tick, written
 from tests.test_cli import run_cli

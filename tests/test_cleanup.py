@@ -15,9 +15,9 @@ import pytest
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest
-from application.modules import Registry
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest
+from runledger.application.modules import Registry
 from tests.reading import entry, lines, status, wall
 from tests.world import World, hang, throw
 

@@ -13,10 +13,10 @@ from uuid import UUID
 
 import pytest
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
-from domain.resource import Resource
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.domain.resource import Resource
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.procs import ACTION, MODULE, Workers, read_calls, sweep_until_done
 from tests.world import World

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from application.bootstrap import bootstrap, init_store
-from application.errors import ConfigError, NotInitialised, StoreUnavailable
-from application.settings import Settings, store_config
+from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.errors import ConfigError, NotInitialised, StoreUnavailable
+from runledger.application.settings import Settings, store_config
 
 
 def test_the_default_store_is_an_sqlite_file_beside_the_caller() -> None:

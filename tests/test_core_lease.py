@@ -19,12 +19,12 @@ from uuid import UUID
 
 import pytest
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.errors import BadRequest
-from application.modules import Registry
-from application.settings import Settings
-from domain.reservation import Reservation
-from projections.queries import EntryRow
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.errors import BadRequest
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.domain.reservation import Reservation
+from runledger.projections.queries import EntryRow
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.game import LEASE, START, Clock, Game, lease_step, phase, spec, step
 from tests.reading import row, the_step, tick, written

@@ -24,12 +24,12 @@ from uuid import UUID
 
 import pytest
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.modules import Registry
-from application.settings import Settings
-from domain.resource import PLACEHOLDER_KIND, Resource
-from domain.step import Step
-from projections.queries import EntryRow, RunRow
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.domain.resource import PLACEHOLDER_KIND, Resource
+from runledger.domain.step import Step
+from runledger.projections.queries import EntryRow, RunRow
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.runner_proc import ACTION, KIND, MODULE, read_beats, read_calls, refs_for
 from tests.world_model import World

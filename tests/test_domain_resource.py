@@ -12,18 +12,18 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from domain.errors import (
+from runledger.domain.errors import (
     AlreadyResolved,
     NotAPlaceholder,
     NotClaimable,
     NotClaimHolder,
     RunNotRunning,
 )
-from domain.ids import natural_id
-from domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
-from domain.run import Run
-from domain.runlog import LogEntry
-from domain.status import cleanup_status
+from runledger.domain.ids import natural_id
+from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
+from runledger.domain.run import Run
+from runledger.domain.runlog import LogEntry
+from runledger.domain.status import cleanup_status
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 MAX = 3

@@ -11,13 +11,13 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from application.bootstrap import Runledger, init_store
-from application.errors import NotInitialised
-from application.fleet import Serving
-from application.runner import Runner, TickReport
-from application.settings import Settings
-from domain.runner_record import RunnerRecord, RunnerStopped, runner_state
-from projections.rebuild import rebuild
+from runledger.application.bootstrap import Runledger, init_store
+from runledger.application.errors import NotInitialised
+from runledger.application.fleet import Serving
+from runledger.application.runner import Runner, TickReport
+from runledger.application.settings import Settings
+from runledger.domain.runner_record import RunnerRecord, RunnerStopped, runner_state
+from runledger.projections.rebuild import rebuild
 from tests.conftest import Opener
 from tests.game import LEASE, MODULE, SPAWN, START, Clock, Game
 

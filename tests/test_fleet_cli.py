@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from application.bootstrap import bootstrap
-from application.modules import Registry
-from application.settings import Settings
+from runledger.application.bootstrap import bootstrap
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
 from tests.test_cli import RUNLEDGER, run_cli
 
 HOSTILE = "[red]x[/red]<script>\x1b[2J"

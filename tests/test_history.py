@@ -25,17 +25,17 @@ import pytest
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest, NotFound
-from application.history import ReplayLine
-from application.modules import Registry
-from application.reconcile import EXPIRED_REASON, ORPHANED_REASON
-from domain.resource import Resource
-from domain.run import Run
-from domain.step import Step
-from projections.postgres import PostgresBackend
-from projections.projector import all_views
-from projections.rebuild import rebuild
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest, NotFound
+from runledger.application.history import ReplayLine
+from runledger.application.modules import Registry
+from runledger.application.reconcile import EXPIRED_REASON, ORPHANED_REASON
+from runledger.domain.resource import Resource
+from runledger.domain.run import Run
+from runledger.domain.step import Step
+from runledger.projections.postgres import PostgresBackend
+from runledger.projections.projector import all_views
+from runledger.projections.rebuild import rebuild
 from tests.test_cli import run_cli
 from tests.world import World
 
@@ -527,14 +527,14 @@ BULK_EVENTS = 10_000
 
 KILLABLE_REBUILD = """
 import sys
-import projections.rebuild
-from application.bootstrap import bootstrap
-from application.modules import Registry
-from application.settings import Settings
-from projections.rebuild import rebuild
+import runledger.projections.rebuild
+from runledger.application.bootstrap import bootstrap
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.projections.rebuild import rebuild
 
 # Pages of 2,000, so that a store of 10,000 events is rebuilt in several transactions.
-projections.rebuild.REBUILD_PAGE = 2_000
+runledger.projections.rebuild.REBUILD_PAGE = 2_000
 
 with bootstrap(Settings(database_url=sys.argv[1]), Registry()) as rl:
     report = rebuild(rl.app, rl.backend, progress=lambda count, reached: print(

@@ -10,11 +10,11 @@ from uuid import UUID
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest
-from application.modules import Registry
-from domain.errors import DomainError
-from domain.values import text_problem, value_problem
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest
+from runledger.application.modules import Registry
+from runledger.domain.errors import DomainError
+from runledger.domain.values import text_problem, value_problem
 from tests.hostile import (
     ODD,
     HostileModule,
@@ -308,7 +308,7 @@ def test_whatever_a_perform_raises_or_returns_the_step_records_a_readable_failur
 def test_a_module_s_reconcile_request_never_raises_into_the_module(
     walk: Runledger, module: HostileModule
 ) -> None:
-    from application.loader import ModuleEvents
+    from runledger.application.loader import ModuleEvents
 
     def broken(owner: str) -> Any:
         raise Unprintable()

@@ -12,11 +12,11 @@ from uuid import UUID
 
 import pytest
 
-from application.bootstrap import Runledger
-from application.modules import Registry
-from domain.reservation import holds_target
-from domain.resource import Resource
-from projections.queries import EntryRow
+from runledger.application.bootstrap import Runledger
+from runledger.application.modules import Registry
+from runledger.domain.reservation import holds_target
+from runledger.domain.resource import Resource
+from runledger.projections.queries import EntryRow
 from tests.game import LEASE, START, Clock, Game, phase, runledgers, spec, step
 from tests.reading import row, the_step, tick
 

@@ -14,12 +14,12 @@ from eventsourcing.persistence import IntegrityError
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest, NotFound
-from application.modules import Registry
-from domain.errors import NotAPlaceholder, RunNotRunning
-from domain.resource import Resource
-from projections.backend import TABLES
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest, NotFound
+from runledger.application.modules import Registry
+from runledger.domain.errors import NotAPlaceholder, RunNotRunning
+from runledger.domain.resource import Resource
+from runledger.projections.backend import TABLES
 from tests.reading import entry, written
 from tests.world import World, throw
 
@@ -457,7 +457,7 @@ def test_a_rebuild_in_many_small_pages_equals_the_live_tables(
     a_busy_history(rl, world, clock)
     live = dump(rl)
     # Pages far smaller than the history put page boundaries inside every kind of save.
-    monkeypatch.setattr("projections.projector.PAGE", 7)
+    monkeypatch.setattr("runledger.projections.projector.PAGE", 7)
     assert written(rl) > 5 * 7
     rebuild_from_zero(rl)
     assert dump(rl) == live

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from application.bootstrap import init_store
-from application.settings import Settings
+from runledger.application.bootstrap import init_store
+from runledger.application.settings import Settings
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.proxy import Proxy
 
@@ -82,14 +82,14 @@ def test_a_lost_database_is_one_warning_when_it_starts_and_one_when_it_ends(
         {"id": f"s{i}", "action": "stall.spawn"} for i in range(3)]}]}))
     for _ in range(3):
         started = subprocess.run(
-            [sys.executable, "-c", "from application.cli import main; main()", "start",
+            [sys.executable, "-c", "from runledger.application.cli import main; main()", "start",
              str(spec)], env=env, capture_output=True, text=True,
         )
         assert started.returncode == 0, started.stdout + started.stderr
     err = tmp_path / "runner.err"
     with err.open("wb") as sink:
         runner = subprocess.Popen(
-            [sys.executable, "-c", "from application.cli import main; main()", "runner",
+            [sys.executable, "-c", "from runledger.application.cli import main; main()", "runner",
              "--interval", "0.1", "--worker", "outage"],
             env=env, stdout=subprocess.DEVNULL, stderr=sink,
         )

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from application.deadline import Malformed, Raised, Returned, call_with_deadline
-from application.plain import Unreadable, describe_error, plain
+from runledger.application.deadline import Malformed, Raised, Returned, call_with_deadline
+from runledger.application.plain import Unreadable, describe_error, plain
 from tests.hostile import Treacherous, Unprintable, Unshowable
 
 

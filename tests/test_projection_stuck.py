@@ -10,8 +10,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from application.bootstrap import Runledger
-from application.errors import ProjectionStuck
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import ProjectionStuck
 from tests.conftest import Factory
 from tests.corrupt import RUN_STARTED, UNKNOWN_TOPIC, delete_raw, events_table, insert_raw
 from tests.test_cli import run_cli

@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
-from application.bootstrap import Runledger
-from projections.queries import CANDIDATES
-from projections.rebuild import rebuild
-from projections.views import ResourcesView
+from runledger.application.bootstrap import Runledger
+from runledger.projections.queries import CANDIDATES
+from runledger.projections.rebuild import rebuild
+from runledger.projections.views import ResourcesView
 from tests.conftest import Factory
 
 

@@ -26,14 +26,14 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.errors import BadRequest
-from application.modules import Registry
-from application.settings import Settings
-from domain.errors import RunNotRunning
-from domain.resource import LEASE_KIND, Resource
-from domain.run import Run
-from domain.status import CleanupStatus, cleanup_status
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.errors import BadRequest
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.domain.errors import RunNotRunning
+from runledger.domain.resource import LEASE_KIND, Resource
+from runledger.domain.run import Run
+from runledger.domain.status import CleanupStatus, cleanup_status
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.game import NO_BACKOFF
 from tests.world import World

@@ -12,8 +12,8 @@ import pytest
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
-from application.bootstrap import Runledger
-from application.modules import Registry
+from runledger.application.bootstrap import Runledger
+from runledger.application.modules import Registry
 from tests.reading import entry, lines, status, wall, written
 from tests.world import World
 

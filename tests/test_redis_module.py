@@ -22,9 +22,9 @@ import pytest
 import redis
 from eventsourcing.persistence import PersistenceError
 
-from application.bootstrap import Runledger, bootstrap, init_store
-from application.settings import Settings
-from projections.queries import EntryRow
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.settings import Settings
+from runledger.projections.queries import EntryRow
 
 SHARED = "redis://127.0.0.1:6379/0"
 REQUIRE_REDIS = os.environ.get("RUNLEDGER_REQUIRE_REDIS") == "1"

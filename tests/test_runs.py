@@ -16,13 +16,13 @@ from uuid import UUID
 import pytest
 from eventsourcing.application import AggregateNotFoundError
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest
-from application.modules import Registry
-from domain.errors import RunNotRunning
-from domain.resource import Resource
-from domain.step import Step
-from projections.queries import EntryRow
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest
+from runledger.application.modules import Registry
+from runledger.domain.errors import RunNotRunning
+from runledger.domain.resource import Resource
+from runledger.domain.step import Step
+from runledger.projections.queries import EntryRow
 from tests.game import (
     START,
     Answer,

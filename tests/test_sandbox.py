@@ -18,11 +18,11 @@ from uuid import UUID
 import pytest
 from rich.console import Console
 
-from application.bootstrap import Runledger, bootstrap
-from application.console import show_runs
-from application.sandbox import SandboxWorld
-from application.settings import Settings
-from projections.queries import EntryRow, RunRow
+from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.console import show_runs
+from runledger.application.sandbox import SandboxWorld
+from runledger.application.settings import Settings
+from runledger.projections.queries import EntryRow, RunRow
 from tests.game import NO_BACKOFF
 
 SPAWN = "sandbox.spawn"
@@ -378,7 +378,8 @@ def sandbox_cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     environ.update(RUNLEDGER_SANDBOX_PATH=str(path), COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-c", "from application.cli import main; main()", "sandbox", *args],
+        [sys.executable, "-c", "from runledger.application.cli import main; main()",
+         "sandbox", *args],
         cwd=path.parent, env=environ, capture_output=True, text=True, timeout=60,
     )
 

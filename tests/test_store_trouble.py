@@ -16,11 +16,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from application.bootstrap import Runledger, bootstrap
-from application.errors import ProjectionStuck
-from application.modules import Registry
-from application.settings import Settings
-from projections.rebuild import rebuild
+from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.errors import ProjectionStuck
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, insert_raw, tables
 from tests.test_cli import run_cli
 

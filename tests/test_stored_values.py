@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
 
 import pytest
 from eventsourcing.persistence import JSONTranscoder, Transcoder
+from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from application.bootstrap import Runledger
-from application.errors import BadRequest
-from application.settings import Settings, store_config
-from application.store import LedgerApp
-from application.transcoding import FastJSONTranscoder
-from domain.errors import DomainError
-from domain.run import Run
-from domain.values import UnsafeValue, check_value, value_problem
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import BadRequest
+from runledger.application.settings import Settings, store_config
+from runledger.application.store import LedgerApp
+from runledger.application.transcoding import FastJSONTranscoder
+from runledger.domain.errors import DomainError
+from runledger.domain.run import Run
+from runledger.domain.values import UnsafeValue, check_value, value_problem
 from tests.hostile import HostileModule, odd_values, still_works, thing_spec
 from tests.reading import row, written
 
@@ -99,3 +102,18 @@ def test_any_text_either_has_a_named_problem_or_round_trips_through_the_encoder(
             t.encode({"v": text})
         return
     assert t.decode(t.encode({"v": text})) == {"v": text}
+
+
+def test_a_run_saved_under_freeze_time_reads_back_as_the_moment_it_was_frozen_at(
+    make_runledger: Callable[..., Runledger],
+) -> None:
+    """freezegun's clock answers a datetime subclass; it is stored as a datetime, unpatched."""
+    frozen_at = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    with freeze_time(frozen_at):
+        rl = make_runledger()
+        run_id = rl.ledger.start_run("frozen")
+        rl.ledger.complete_run(run_id)
+    run = rl.ledger.get_run(run_id)
+    assert (run.started_at, run.ended_at) == (frozen_at, frozen_at)
+    assert type(run.started_at) is datetime
+    assert row(rl, run_id).status == "completed"

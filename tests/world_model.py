@@ -13,9 +13,9 @@ from itertools import pairwise
 from typing import Any
 from uuid import UUID
 
-from domain.resource import PLACEHOLDER_KIND, Resource
-from domain.step import Step
-from projections.queries import EntryRow, RunRow
+from runledger.domain.resource import PLACEHOLDER_KIND, Resource
+from runledger.domain.step import Step
+from runledger.projections.queries import EntryRow, RunRow
 
 RESOLVED = frozenset({"reverted", "superseded", "expired", "kept"})
 Calls = list[dict[str, Any]]

@@ -1,0 +1,85 @@
+"""A store written by runledger 0.1 opens, rebuilds, replays and finishes its work today.
+
+The fixture's events name their classes by 0.1's topics (``domain.resource:Resource.Reverted``);
+``tests/fixtures/make_legacy_store.py`` says how it was made.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules import Registry
+from runledger.application.settings import Settings
+from runledger.projections.rebuild import rebuild
+from tests.fixtures.make_legacy_store import FESTIVAL, FIXTURE, OWING, SPAWN
+from tests.test_history import KEYS, dump
+from tests.world import World
+
+
+@pytest.fixture
+def legacy(tmp_path: Path) -> str:
+    copy = tmp_path / "legacy.sqlite3"
+    shutil.copyfile(FIXTURE, copy)
+    url = f"sqlite:///{copy}"
+    init_store(Settings(database_url=url))
+    return url
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+@pytest.fixture
+def rl(legacy: str, world: World) -> Iterator[Runledger]:
+    registry = Registry()
+    world.install(registry, SPAWN)
+    with bootstrap(Settings(database_url=legacy), registry) as opened:
+        yield opened
+
+
+def stored_topics(url: str) -> set[str]:
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+        return {topic for (topic,) in db.execute("SELECT DISTINCT topic FROM stored_events")}
+
+
+def test_the_fixture_holds_every_kind_of_event_under_its_old_topic(legacy: str) -> None:
+    topics = stored_topics(legacy)
+    assert len(topics) == 25
+    assert all(t.startswith("domain.") for t in topics)
+
+
+def test_rebuilt_projections_equal_the_ones_the_old_version_wrote(rl: Runledger) -> None:
+    written_then = dump(rl)
+    assert all(written_then[t] for t in KEYS), "every table has rows to compare"
+    rl.projector.catch_up()
+    assert dump(rl) == written_then, "nothing was left for the projections to read"
+    report = rebuild(rl.app, rl.backend)
+    assert report.swapped and report.differences == []
+    assert dump(rl) == written_then
+
+
+def test_an_old_run_replays_to_its_end(rl: Runledger) -> None:
+    replay = rl.history.replay(FESTIVAL)
+    assert (replay.name, replay.run_status, replay.cleanup_status) == (
+        "festival", "completed", "complete")
+    assert len(replay.lines) == 36
+    assert {line.event for line in replay.lines} >= {
+        "Started", "Recorded", "Superseded", "RevertClaimed", "Reverted", "RevertFailed",
+        "Drifted", "Orphaned", "Expired", "AttemptsReset", "Kept", "Completed"}
+
+
+def test_an_old_run_left_owing_is_given_back(rl: Runledger, world: World) -> None:
+    assert rl.history.replay(OWING).cleanup_status == "pending"
+    rl.cleanup.sweep("w1")
+    assert world.reverted_refs == {"o1": 1}
+    assert rl.history.replay(OWING).cleanup_status == "complete"
+    rl.projector.catch_up()
+    row = rl.queries.run(OWING, rl.clock(), rl.settings.max_revert_attempts)
+    assert row is not None and row.cleanup_status == "complete"
