@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runledger.application.loader import ModuleContext
+from runledger.application.modules.loader import ModuleContext
 
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS things (ref TEXT PRIMARY KEY, kind TEXT NOT NULL, "

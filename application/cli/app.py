@@ -17,14 +17,16 @@ from rich.table import Table
 from rich.text import Text
 
 from runledger import __version__
-from runledger.application import fleet_cli, operator_cli, sandbox_cli
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.console import LOG_LINES, show_runs
-from runledger.application.demo import run_demo
-from runledger.application.display import safe_text
+from runledger.application.cli import fleet as fleet_cli
+from runledger.application.cli import operator as operator_cli
+from runledger.application.cli import sandbox as sandbox_cli
+from runledger.application.cli.console import LOG_LINES, show_runs
+from runledger.application.cli.demo import run_demo
+from runledger.application.cli.display import safe_text
+from runledger.application.cli.operator import moment, within
 from runledger.application.errors import STORE_ERRORS, NotFound, RunledgerError, store_error
-from runledger.application.module_threads import left_behind
-from runledger.application.operator_cli import moment, within
+from runledger.application.modules.threads import left_behind
 from runledger.application.settings import Settings, store_config
 from runledger.domain.errors import DomainError
 

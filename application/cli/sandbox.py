@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from runledger.application.display import safe_text
+from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.cli.display import safe_text
 from runledger.application.errors import BadRequest
-from runledger.application.sandbox import SandboxWorld
 from runledger.application.settings import Settings
 from runledger.domain.values import check_text
 

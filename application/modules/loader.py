@@ -15,11 +15,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runledger.application.deadline import Outcome, Raised, Returned, TimedOut, call_with_deadline
-from runledger.application.module_host import ModuleContext, ModuleEvents, Registration
-from runledger.application.module_threads import note_code, watching
-from runledger.application.modules import Registry
-from runledger.application.plain import describe_error
+from runledger.application.modules.deadline import (
+    Outcome,
+    Raised,
+    Returned,
+    TimedOut,
+    call_with_deadline,
+)
+from runledger.application.modules.host import ModuleContext, ModuleEvents, Registration
+from runledger.application.modules.plain import describe_error
+from runledger.application.modules.protocol import Registry
+from runledger.application.modules.threads import note_code, watching
 from runledger.application.settings import module_scope, refused_setting, settings_prefix
 
 __all__ = ["Loader", "ModuleContext", "ModuleEvents", "ModuleStatus", "folders"]
@@ -29,7 +35,7 @@ log = logging.getLogger("runledger.loader")
 MODULE_API = "1.0"
 # Names core itself ledgers under: a module with one of them could close core's entries.
 RESERVED_NAMES = frozenset({"core", "unknown"})
-BUILTIN_DIR = Path(__file__).parent / "builtin_modules"
+BUILTIN_DIR = Path(__file__).parent.parent / "builtin_modules"
 
 
 class Manifest(BaseModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from runledger.application.fleet import Fleet
+from runledger.application.services.fleet import Fleet
 
 ServedElsewhere = Callable[[str], bool]
 """Whether a live runner serves an action or lease id (asked only of what this one lacks)."""

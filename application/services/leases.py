@@ -9,17 +9,17 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runledger.application.answers import (
+from runledger.application.modules.answers import (
     ApplyDone,
     Verdict,
     _parse,
     classify_restore,
     not_confirmed,
 )
-from runledger.application.deadline import call_with_deadline
-from runledger.application.modules import Action, Registry
+from runledger.application.modules.deadline import call_with_deadline
+from runledger.application.modules.protocol import Action, Registry
 from runledger.application.settings import Settings
-from runledger.application.store import LedgerApp
+from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.reservation import Reservation, holds_target
 from runledger.domain.resource import LEASE_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run

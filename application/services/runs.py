@@ -10,14 +10,14 @@ from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.dispatch import Dispatcher
 from runledger.application.errors import OUTAGES, BadRequest
-from runledger.application.inputs import person
-from runledger.application.leases import CORE_LEASE, CoreLease
-from runledger.application.ledger import Ledger
 from runledger.application.parts import Parts, Service
-from runledger.application.serving import ServedElsewhere, nowhere, served_nowhere
-from runledger.application.spec_input import parse_spec
+from runledger.application.services.dispatch import Dispatcher
+from runledger.application.services.inputs import person
+from runledger.application.services.leases import CORE_LEASE, CoreLease
+from runledger.application.services.ledger import Ledger
+from runledger.application.services.serving import ServedElsewhere, nowhere, served_nowhere
+from runledger.application.services.spec_input import parse_spec
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.progress import PhaseStatus, describe, ready_at, times
 from runledger.domain.run import Run

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runledger.application.display import json_text, safe_text
-from runledger.application.fleet import MAX_LISTED, RunnerInfo
-from runledger.application.operator_cli import within
+from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.operator import within
+from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
 
 STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}
 

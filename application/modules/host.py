@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runledger.application.modules import ModuleRegistrar, RegistrationError
-from runledger.application.plain import Unreadable, plain
+from runledger.application.modules.plain import Unreadable, plain
+from runledger.application.modules.protocol import ModuleRegistrar, RegistrationError
 
 log = logging.getLogger("runledger.loader")
 

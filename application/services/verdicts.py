@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from runledger.application.answers import Verdict
-from runledger.application.groups import Group
+from runledger.application.modules.answers import Verdict
+from runledger.application.services.groups import Group
 from runledger.domain.backoff import Backoff
 from runledger.domain.errors import DomainError
 from runledger.domain.resource import FailureMode, Resource

@@ -11,15 +11,20 @@ from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.answers import Verdict
 from runledger.application.errors import OUTAGES, BadRequest
-from runledger.application.give_back import GiveBack
-from runledger.application.groups import Group, group_entries
-from runledger.application.inputs import person
-from runledger.application.ledger import Ledger, save_with_retry
+from runledger.application.modules.answers import Verdict
 from runledger.application.parts import Parts, Service
-from runledger.application.serving import ServedElsewhere, nowhere, served_nowhere, unserved
-from runledger.application.verdicts import Judged, Summary, judge_group
+from runledger.application.services.give_back import GiveBack
+from runledger.application.services.groups import Group, group_entries
+from runledger.application.services.inputs import person
+from runledger.application.services.ledger import Ledger, save_with_retry
+from runledger.application.services.serving import (
+    ServedElsewhere,
+    nowhere,
+    served_nowhere,
+    unserved,
+)
+from runledger.application.services.verdicts import Judged, Summary, judge_group
 from runledger.domain.resource import Resource
 from runledger.domain.run import TERMINAL
 from runledger.domain.runlog import LogEntry

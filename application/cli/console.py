@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.display import safe_text
+from runledger.application.cli.display import safe_text
 from runledger.application.errors import BadRequest
 from runledger.projections.queries import EntryRow, RunRow
 

@@ -10,11 +10,11 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 from pydantic import ValidationError
 
-from runledger.application.answers import NamedResource
 from runledger.application.errors import BadRequest, NotFound
-from runledger.application.inputs import person, reason
+from runledger.application.modules.answers import NamedResource
 from runledger.application.parts import Service
-from runledger.application.store import LedgerApp
+from runledger.application.services.inputs import person, reason
+from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run

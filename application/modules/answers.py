@@ -18,8 +18,8 @@ from pydantic import (
     ValidationError,
 )
 
-from runledger.application.deadline import Malformed, Outcome, Raised, Returned, TimedOut
-from runledger.application.plain import describe_error
+from runledger.application.modules.deadline import Malformed, Outcome, Raised, Returned, TimedOut
+from runledger.application.modules.plain import describe_error
 from runledger.domain.resource import MAX_KIND, MAX_REF
 from runledger.domain.values import (
     made_storable,

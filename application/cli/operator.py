@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.display import json_text, safe_repr, safe_text
+from runledger.application.cli.display import json_text, safe_repr, safe_text
 from runledger.application.errors import BadRequest, NotFound, ProjectionStuck
-from runledger.application.history import Replay, StepFrame, Stepping
+from runledger.application.services.history import Replay, StepFrame, Stepping
 from runledger.domain.values import check_text
 from runledger.projections.errors import Stuck
 from runledger.projections.rebuild import choose, rebuild

@@ -5,7 +5,6 @@ import threading
 from dataclasses import dataclass
 from uuid import UUID
 
-from runledger.application.cleanup import Cleanup
 from runledger.application.errors import (
     STORE_ERRORS,
     CannotCatchUp,
@@ -15,11 +14,12 @@ from runledger.application.errors import (
     StoreError,
     store_error,
 )
-from runledger.application.fleet import Fleet, Loaded
-from runledger.application.reconcile import Reconciler
-from runledger.application.runs import AdvanceReport, Runs
+from runledger.application.services.cleanup import Cleanup
+from runledger.application.services.fleet import Fleet, Loaded
+from runledger.application.services.reconcile import Reconciler
+from runledger.application.services.runs import AdvanceReport, Runs
+from runledger.application.services.verdicts import Summary
 from runledger.application.settings import store_config
-from runledger.application.verdicts import Summary
 
 log = logging.getLogger("runledger.runner")
 

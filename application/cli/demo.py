@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.text import Text
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.console import show_runs
+from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.cli.console import show_runs
 from runledger.application.errors import BadRequest
-from runledger.application.sandbox import SandboxWorld
-from runledger.application.spec_input import parse_spec
+from runledger.application.services.spec_input import parse_spec
 
 FESTIVAL: dict[str, Any] = {
     "name": "Harvest festival",

@@ -6,10 +6,10 @@ from datetime import datetime, timedelta
 from itertools import groupby
 from typing import Any
 
-from runledger.application.answers import parse_reconcile
-from runledger.application.deadline import call_with_deadline
-from runledger.application.ledger import save_with_retry
+from runledger.application.modules.answers import parse_reconcile
+from runledger.application.modules.deadline import call_with_deadline
 from runledger.application.parts import Service
+from runledger.application.services.ledger import save_with_retry
 from runledger.domain.resource import MAX_KIND, MAX_REF, Resource
 from runledger.domain.runlog import LogEntry
 from runledger.domain.values import text_problem

@@ -12,10 +12,10 @@ from uuid import UUID, uuid4
 from eventsourcing.application import AggregateNotFoundError
 
 from runledger.application.errors import NotFound
-from runledger.application.inputs import worker_name
-from runledger.application.loader import ModuleStatus
-from runledger.application.modules import Registry
-from runledger.application.store import LedgerApp
+from runledger.application.modules.loader import ModuleStatus
+from runledger.application.modules.protocol import Registry
+from runledger.application.services.inputs import worker_name
+from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.runner_record import RunnerRecord, RunnerState, runner_state
 from runledger.domain.values import made_storable, written_out
 from runledger.projections.runners import RunnerRow, RunnerRows

@@ -27,7 +27,7 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.settings import StoreConfig
-from runledger.application.transcoding import FastJSONTranscoder
+from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.postgres import PostgresBackend

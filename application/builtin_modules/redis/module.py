@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from runledger.application.loader import ModuleContext
+from runledger.application.modules.loader import ModuleContext
 
 # Put the baseline back only if the key still holds what this run applied; a key that already
 # holds the baseline was restored before (a repeat after a crash); otherwise answer what is

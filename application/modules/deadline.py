@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runledger.application.plain import Unreadable, describe_error, plain
+from runledger.application.modules.plain import Unreadable, describe_error, plain
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from runledger.application.answers import Verdict, classify_restore, classify_revert
-from runledger.application.deadline import call_with_deadline
-from runledger.application.groups import Group
-from runledger.application.leases import CORE_LEASE, CoreLease
-from runledger.application.modules import Registry
+from runledger.application.modules.answers import Verdict, classify_restore, classify_revert
+from runledger.application.modules.deadline import call_with_deadline
+from runledger.application.modules.protocol import Registry
+from runledger.application.services.groups import Group
+from runledger.application.services.leases import CORE_LEASE, CoreLease
 from runledger.application.settings import Settings
 from runledger.domain.resource import PLACEHOLDER_KIND
 

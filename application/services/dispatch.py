@@ -8,14 +8,14 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.answers import PerformDone, PerformFailed, parse_perform
-from runledger.application.deadline import call_with_deadline
-from runledger.application.leases import CORE_LEASE, CoreLease
-from runledger.application.ledger import Ledger
-from runledger.application.modules import Action, Registry
-from runledger.application.serving import ServedElsewhere, nowhere, unserved
+from runledger.application.modules.answers import PerformDone, PerformFailed, parse_perform
+from runledger.application.modules.deadline import call_with_deadline
+from runledger.application.modules.protocol import Action, Registry
+from runledger.application.services.leases import CORE_LEASE, CoreLease
+from runledger.application.services.ledger import Ledger
+from runledger.application.services.serving import ServedElsewhere, nowhere, unserved
 from runledger.application.settings import Settings
-from runledger.application.store import LedgerApp
+from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
 
 Dispatched = Literal["succeeded", "failed", "not_mine"]
