@@ -6,7 +6,7 @@ from functools import singledispatch
 from typing import Any
 
 from runledger.domain.runner_record import RunnerRecord
-from runledger.projections.views import ProjectionError, Row, RowView, as_json, epoch
+from runledger.projections.views.base import ProjectionError, Row, RowView, as_json, epoch
 
 
 @singledispatch
