@@ -5,22 +5,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runledger.application.cleanup import Cleanup
-from runledger.application.fleet import Fleet, Loaded
-from runledger.application.give_back import GiveBack
-from runledger.application.history import History
-from runledger.application.inputs import worker_name
-from runledger.application.leases import CoreLease
-from runledger.application.ledger import Ledger
-from runledger.application.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
-from runledger.application.modules import Registry
+from runledger.application.modules.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
+from runledger.application.modules.protocol import Registry
 from runledger.application.parts import Parts
-from runledger.application.reconcile import Reconciler
-from runledger.application.runner import Runner
-from runledger.application.runs import Runs
-from runledger.application.serving import served_by
+from runledger.application.services.cleanup import Cleanup
+from runledger.application.services.fleet import Fleet, Loaded
+from runledger.application.services.give_back import GiveBack
+from runledger.application.services.history import History
+from runledger.application.services.inputs import worker_name
+from runledger.application.services.leases import CoreLease
+from runledger.application.services.ledger import Ledger
+from runledger.application.services.reconcile import Reconciler
+from runledger.application.services.runner import Runner
+from runledger.application.services.runs import Runs
+from runledger.application.services.serving import served_by
 from runledger.application.settings import Settings, store_config
-from runledger.application.store import LedgerApp, Streams, initialising, open_app
+from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
 from runledger.projections.backend import Backend
 from runledger.projections.projector import Projector
 from runledger.projections.queries import Queries

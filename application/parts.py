@@ -4,9 +4,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
-from runledger.application.store import LedgerApp, Streams
+from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.projections.backend import Backend
 from runledger.projections.projector import Projector
 from runledger.projections.queries import Queries

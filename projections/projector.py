@@ -9,10 +9,14 @@ from eventsourcing.persistence import ApplicationRecorder
 
 from runledger.projections.backend import Backend, Cursor, Note
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck, Stuck
-from runledger.projections.runners_view import RunnersView
 from runledger.projections.schema import create_tables
 from runledger.projections.stored import decode, reason, require_known
-from runledger.projections.views import Event, ResourcesView, RunLogView, RunsView, StepsView
+from runledger.projections.views.base import Event
+from runledger.projections.views.resources import ResourcesView
+from runledger.projections.views.run_log import RunLogView
+from runledger.projections.views.runners import RunnersView
+from runledger.projections.views.runs import RunsView
+from runledger.projections.views.steps import StepsView
 
 PAGE = 2_000
 Progress = Callable[[int, int], None]

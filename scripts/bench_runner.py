@@ -33,7 +33,7 @@ import psycopg
 from psycopg.sql import SQL, Identifier
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run

@@ -38,9 +38,9 @@ from typing import Any
 
 import psycopg
 
-import runledger.application.give_back as cleanup_module
+import runledger.application.services.give_back as cleanup_module
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")

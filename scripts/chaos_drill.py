@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store  # noqa: E402
-from runledger.application.modules import Registry  # noqa: E402
+from runledger.application.modules.protocol import Registry  # noqa: E402
 from runledger.application.settings import Settings  # noqa: E402
 from tests.conftest import PG_ADMIN, drop_pg_url, new_pg_url  # noqa: E402
 from tests.runner_proc import ACTION, MODULE, append_line, outage_text, read_calls  # noqa: E402

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.game import NO_BACKOFF, SPAWN, Clock, Game, runledgers
 

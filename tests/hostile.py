@@ -14,7 +14,7 @@ from uuid import UUID
 from hypothesis import strategies as st
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.projections.rebuild import rebuild
 
 MODULE = "hostile"

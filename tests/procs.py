@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from runledger.application.bootstrap import bootstrap
-from runledger.application.modules import Registry
-from runledger.application.runner import Runner, TickReport
+from runledger.application.modules.protocol import Registry
+from runledger.application.services.runner import Runner, TickReport
 from runledger.application.settings import Settings
 
 MODULE = "crashworld"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from freezegun import freeze_time
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from tests.world import World
 
 

@@ -18,8 +18,8 @@ from freezegun.api import FrozenDateTimeFactory
 from rich.console import Console
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.console import show_runs
-from runledger.application.modules import Registry
+from runledger.application.cli.console import show_runs
+from runledger.application.modules.protocol import Registry
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import Resource
 from tests.game import SPAWN as GAME_SPAWN

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from runledger.application.bootstrap import Runledger
+from runledger.application.builtin_modules.sandbox.module import SandboxWorld
 from runledger.application.errors import BadRequest, ConfigError
-from runledger.application.sandbox import SandboxWorld
+from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.settings import Settings
-from runledger.application.spec_input import MAX_SPEC_BYTES
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS
 from tests.game import Game, phase, spec, step
 from tests.reading import row, the_step, tick, written

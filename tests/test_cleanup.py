@@ -17,7 +17,7 @@ from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from tests.reading import entry, lines, status, wall
 from tests.world import World, hang, throw
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from runledger.application.demo import FESTIVAL, PARADE
+from runledger.application.cli.demo import FESTIVAL, PARADE
 
-RUNLEDGER = [sys.executable, "-c", "from runledger.application.cli import main; main()"]
+RUNLEDGER = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
 
 
 def run_cli(

@@ -14,7 +14,7 @@ from uuid import UUID
 import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from tests.conftest import drop_pg_url, new_pg_url

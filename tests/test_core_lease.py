@@ -21,7 +21,7 @@ import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.errors import BadRequest
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.reservation import Reservation
 from runledger.projections.queries import EntryRow

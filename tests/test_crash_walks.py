@@ -25,7 +25,7 @@ from uuid import UUID
 import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.domain.step import Step

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runledger.application.bootstrap import bootstrap
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.test_cli import RUNLEDGER, run_cli
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from runledger.application.bootstrap import Runledger, init_store
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.step import Step
 from tests.game import SPAWN, Clock, Game, phase, runledgers, spec, step
@@ -117,7 +117,7 @@ def test_with_no_live_runner_ever_serving_it_the_last_attempt_names_the_missing_
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from runledger.application.cli import main; main()", *args],
+        [sys.executable, "-c", "from runledger.application.cli.app import main; main()", *args],
         env={**os.environ, "COLUMNS": "300", **env}, capture_output=True, text=True,
         timeout=120,
     )
@@ -149,7 +149,7 @@ def test_a_tick_from_a_runner_whose_sandbox_failed_to_start_never_aborts_a_serve
     shown = cli("log", run_id, env=good).stdout
     assert "no live runner serves sandbox.spawn" in shown and "aborted" not in shown
     runner = subprocess.Popen(
-        [sys.executable, "-c", "from runledger.application.cli import main; main()", "runner",
+        [sys.executable, "-c", "from runledger.application.cli.app import main; main()", "runner",
          "--interval", "0.2", "--worker", "serving"],
         env={**os.environ, **good}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

@@ -27,9 +27,9 @@ from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, NotFound
-from runledger.application.history import ReplayLine
-from runledger.application.modules import Registry
-from runledger.application.reconcile import EXPIRED_REASON, ORPHANED_REASON
+from runledger.application.modules.protocol import Registry
+from runledger.application.services.history import ReplayLine
+from runledger.application.services.reconcile import EXPIRED_REASON, ORPHANED_REASON
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run
 from runledger.domain.step import Step
@@ -529,7 +529,7 @@ KILLABLE_REBUILD = """
 import sys
 import runledger.projections.rebuild
 from runledger.application.bootstrap import bootstrap
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.domain.errors import DomainError
 from runledger.domain.values import text_problem, value_problem
 from tests.hostile import (
@@ -308,7 +308,7 @@ def test_whatever_a_perform_raises_or_returns_the_step_records_a_readable_failur
 def test_a_module_s_reconcile_request_never_raises_into_the_module(
     walk: Runledger, module: HostileModule
 ) -> None:
-    from runledger.application.loader import ModuleEvents
+    from runledger.application.modules.loader import ModuleEvents
 
     def broken(owner: str) -> Any:
         raise Unprintable()

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from tests.corrupt import schema, sqlite
 from tests.game import Clock, Game, phase, runledgers, spec, step
 from tests.reading import tick

@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.domain.reservation import holds_target
 from runledger.domain.resource import Resource
 from runledger.projections.queries import EntryRow

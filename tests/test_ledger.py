@@ -16,7 +16,7 @@ from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, NotFound
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.domain.errors import NotAPlaceholder, RunNotRunning
 from runledger.domain.resource import Resource
 from runledger.projections.backend import TABLES

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.fixtures.make_legacy_store import FESTIVAL, FIXTURE, OWING, SPAWN

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.deadline import STOP_GRACE_S
-from runledger.application.loader import Loader, ModuleContext, ModuleEvents, ModuleStatus
-from runledger.application.modules import Registry
+from runledger.application.modules.deadline import STOP_GRACE_S
+from runledger.application.modules.loader import Loader, ModuleContext, ModuleEvents, ModuleStatus
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 
 GOOD = """
@@ -346,7 +346,7 @@ def runledger(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     environ.update(env, COLUMNS="400")
     return subprocess.run(
-        [sys.executable, "-c", "from runledger.application.cli import main; main()", *args],
+        [sys.executable, "-c", "from runledger.application.cli.app import main; main()", *args],
         cwd=cwd, env=environ, capture_output=True, text=True, timeout=60,
     )
 

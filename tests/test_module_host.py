@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.deadline import STOP_GRACE_S
-from runledger.application.ledger import Ledger
-from runledger.application.loader import Loader, ModuleEvents
-from runledger.application.modules import ModuleRegistrar, Registry
-from runledger.application.reconcile import Reconciler
+from runledger.application.modules.deadline import STOP_GRACE_S
+from runledger.application.modules.loader import Loader, ModuleEvents
+from runledger.application.modules.protocol import ModuleRegistrar, Registry
+from runledger.application.services.ledger import Ledger
+from runledger.application.services.reconcile import Reconciler
 from runledger.application.settings import Settings
-from runledger.application.store import LedgerApp
+from runledger.application.store.ledger_app import LedgerApp
 from tests.test_loader import ZONES, by_name, marking, runledger, unused, write_module
 
 BOUND_S = 10.0
@@ -136,7 +136,7 @@ def runner_process(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     environ.update(env, PYTHONUNBUFFERED="1")
     return subprocess.Popen(
-        [sys.executable, "-c", "from runledger.application.cli import main; main()", "runner",
+        [sys.executable, "-c", "from runledger.application.cli.app import main; main()", "runner",
          "--interval", "0.1", "--worker", "w1"],
         cwd=tmp_path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

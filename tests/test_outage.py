@@ -82,15 +82,15 @@ def test_a_lost_database_is_one_warning_when_it_starts_and_one_when_it_ends(
         {"id": f"s{i}", "action": "stall.spawn"} for i in range(3)]}]}))
     for _ in range(3):
         started = subprocess.run(
-            [sys.executable, "-c", "from runledger.application.cli import main; main()", "start",
-             str(spec)], env=env, capture_output=True, text=True,
+            [sys.executable, "-c", "from runledger.application.cli.app import main; main()",
+             "start", str(spec)], env=env, capture_output=True, text=True,
         )
         assert started.returncode == 0, started.stdout + started.stderr
     err = tmp_path / "runner.err"
     with err.open("wb") as sink:
         runner = subprocess.Popen(
-            [sys.executable, "-c", "from runledger.application.cli import main; main()", "runner",
-             "--interval", "0.1", "--worker", "outage"],
+            [sys.executable, "-c", "from runledger.application.cli.app import main; main()",
+             "runner", "--interval", "0.1", "--worker", "outage"],
             env=env, stdout=subprocess.DEVNULL, stderr=sink,
         )
     try:

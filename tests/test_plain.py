@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from runledger.application.deadline import Malformed, Raised, Returned, call_with_deadline
-from runledger.application.plain import Unreadable, describe_error, plain
+from runledger.application.modules.deadline import Malformed, Raised, Returned, call_with_deadline
+from runledger.application.modules.plain import Unreadable, describe_error, plain
 from tests.hostile import Treacherous, Unprintable, Unshowable
 
 

@@ -7,7 +7,7 @@ import pytest
 from runledger.application.bootstrap import Runledger
 from runledger.projections.queries import CANDIDATES
 from runledger.projections.rebuild import rebuild
-from runledger.projections.views import ResourcesView
+from runledger.projections.views.resources import ResourcesView
 from tests.conftest import Factory
 
 

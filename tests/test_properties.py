@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.errors import BadRequest
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.resource import LEASE_KIND, Resource

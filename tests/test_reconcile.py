@@ -13,7 +13,7 @@ from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from tests.reading import entry, lines, status, wall, written
 from tests.world import World
 

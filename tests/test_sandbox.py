@@ -19,8 +19,8 @@ import pytest
 from rich.console import Console
 
 from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.application.console import show_runs
-from runledger.application.sandbox import SandboxWorld
+from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.cli.console import show_runs
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow, RunRow
 from tests.game import NO_BACKOFF
@@ -378,7 +378,7 @@ def sandbox_cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     environ.update(RUNLEDGER_SANDBOX_PATH=str(path), COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-c", "from runledger.application.cli import main; main()",
+        [sys.executable, "-c", "from runledger.application.cli.app import main; main()",
          "sandbox", *args],
         cwd=path.parent, env=environ, capture_output=True, text=True, timeout=60,
     )

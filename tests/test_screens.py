@@ -22,7 +22,7 @@ from uuid import UUID
 import pytest
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from tests.game import Clock, phase, runledgers, spec, step
 from tests.reading import row, tick
 from tests.test_cli import RUNLEDGER, run_cli

@@ -18,7 +18,7 @@ import pytest
 
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.errors import ProjectionStuck
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, insert_raw, tables

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
 from runledger.application.settings import Settings, store_config
-from runledger.application.store import LedgerApp
-from runledger.application.transcoding import FastJSONTranscoder
+from runledger.application.store.ledger_app import LedgerApp
+from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.errors import DomainError
 from runledger.domain.run import Run
 from runledger.domain.values import UnsafeValue, check_value, value_problem

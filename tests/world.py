@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runledger.application.modules import Registry
+from runledger.application.modules.protocol import Registry
 
 Answer = Callable[[list[dict[str, Any]], str], Any]
 

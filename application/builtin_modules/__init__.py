@@ -1,0 +1,1 @@
+"""The modules shipped with runledger, each folder a manifest beside its code."""

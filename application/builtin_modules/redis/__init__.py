@@ -1,0 +1,1 @@
+"""The redis module: a live Redis whose keys are creatures and zones."""

@@ -1,0 +1,1 @@
+"""The sandbox module: a small, deterministic game world with fault knobs."""

@@ -1,0 +1,81 @@
+"""`runledger runners`: every runner as it recorded itself, and whether it is still there."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.operator import within
+from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
+
+STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}
+
+
+def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> None:
+    """Add the runners command to the CLI."""
+
+    @app.command()
+    def runners(
+        limit: Annotated[int, typer.Option(help=f"how many, at most {MAX_LISTED:,}")] = 50,
+        as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    ) -> None:
+        """List the runners that started last, newest first: live, gone or stopped."""
+        guarded(lambda: within("--limit", limit, MAX_LISTED))
+        with open_rl() as rl:
+            rl.projector.catch_up()
+            now = rl.clock()
+            found = rl.fleet.listing(now, limit)
+            if as_json:
+                print(json_text([_plain(info, now) for info in found]))
+            elif not found:
+                console.print("No runners have recorded themselves yet.")
+            else:
+                console.print(_table(found, now, rl.settings.runner_gone_s))
+
+
+def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:
+    table = Table("worker", "host", "pid", "started", "last heartbeat", "state", "modules",
+                  "actions", "leases", title=f"Runners (gone after {gone_s} s without a beat)")
+    for info in found:
+        table.add_row(
+            *(Text(safe_text(cell)) for cell in (
+                info.worker, info.host, str(info.pid), f"{info.started_at:%Y-%m-%d %H:%M:%S}",
+                ago(info.last_beat, now))),
+            Text(safe_text(info.state), style=STATE_STYLE[info.state]),
+            *(Text(_listed(names)) for names in (info.modules, info.actions, info.leases)),
+        )
+    return table
+
+
+def _plain(info: RunnerInfo, now: datetime) -> dict[str, Any]:
+    """The same fields as the table, as JSON: JSON escapes what a terminal could obey."""
+    return {
+        "runner_id": info.runner_id, "worker": info.worker, "host": info.host, "pid": info.pid,
+        "started_at": info.started_at, "stopped_at": info.stopped_at,
+        "last_heartbeat": info.last_beat, "last_heartbeat_ago": ago(info.last_beat, now),
+        "state": info.state, "modules": info.modules, "actions": info.actions,
+        "leases": info.leases,
+    }
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return safe_text(", ".join(safe_text(name) for name in names))
+
+
+def ago(moment: datetime | None, now: datetime) -> str:
+    """How long ago, in the largest whole unit that fits: "12 s ago", "3 min ago"."""
+    if moment is None:
+        return "never"
+    seconds = int((now - moment).total_seconds())
+    if seconds < 0:
+        return "just now"  # its clock is ahead of this one
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"

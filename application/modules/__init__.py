@@ -1,0 +1,1 @@
+"""The module protocol and its host: loading, calling, answers and deadlines."""

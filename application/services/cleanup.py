@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+from eventsourcing.persistence import IntegrityError
+
+from runledger.application.errors import OUTAGES, BadRequest
+from runledger.application.modules.answers import Verdict
+from runledger.application.parts import Parts, Service
+from runledger.application.services.give_back import GiveBack
+from runledger.application.services.groups import Group, group_entries
+from runledger.application.services.inputs import person
+from runledger.application.services.ledger import Ledger, save_with_retry
+from runledger.application.services.serving import (
+    ServedElsewhere,
+    nowhere,
+    served_nowhere,
+    unserved,
+)
+from runledger.application.services.verdicts import Judged, Summary, judge_group
+from runledger.domain.resource import Resource
+from runledger.domain.run import TERMINAL
+from runledger.domain.runlog import LogEntry
+
+log = logging.getLogger("runledger.cleanup")
+TROUBLE_SWEEPS = 5
+
+class Cleanup(Service):
+    """Gives back what terminal runs took: the sweep, one run's pass, and a person's retry.
+
+    A pass is durable per call: a group is claimed right before its call and its verdict saved
+    right after, in the same save as the next group's claim, so a worker killed mid-pass leaves
+    its successor at most the call that was in flight, and attempts count only calls made.
+    """
+
+    def __init__(
+        self, parts: Parts, ledger: Ledger, give_back: GiveBack,
+        serving: Callable[[], ServedElsewhere] = served_nowhere,
+    ) -> None:
+        super().__init__(parts)
+        self.ledger = ledger
+        self.give_back = give_back
+        self.serving = serving
+        self.elsewhere: ServedElsewhere = nowhere
+        self._troubled: dict[UUID, int] = {}
+
+    def sweep(self, worker: str, stop: threading.Event | None = None) -> dict[UUID, Summary]:
+        """One bounded pass over the runs that owe the world something."""
+        self.projector.catch_up()
+        self.elsewhere = self.serving()
+        now = self.clock()
+        batch = self.settings.cleanup_run_batch
+        found = self.queries.candidate_runs(
+            now, self.settings.max_revert_attempts, batch + len(self._troubled)
+        )
+        # A run whose pass just raised waits its turn behind the others, or it would hold a
+        # slot of every sweep for ever; several workers start at different runs.
+        candidates = [r for r in found if r not in self._troubled][:batch]
+        random.shuffle(candidates)
+        self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
+        summaries: dict[UUID, Summary] = {}
+        for run_id in candidates:
+            if stop is not None and stop.is_set():
+                break
+            try:
+                summaries[run_id] = self.clean_run(run_id, worker=worker, by=worker, stop=stop)
+            except OUTAGES:
+                raise  # the store's trouble, not this run's: the runner says so once
+            except Exception:  # one run's bad night must not stall the others
+                log.exception("cleanup of run %s failed; the sweep goes on", run_id)
+                self._troubled[run_id] = TROUBLE_SWEEPS
+        self.projector.catch_up()
+        return summaries
+
+    def manual_cleanup(self, run_id: UUID, by: str) -> Summary:
+        """A person asks again: reset the run's counters, log it, and work the run now."""
+        person(by, "a manual cleanup")
+        self.projector.catch_up()
+        run = self.ledger.get_run(run_id)
+        if not run.is_terminal:
+            raise BadRequest(f"run {run_id} is still running; its ledger is still growing")
+        now = self.clock()
+        ids = [e.entry_id for e in self.queries.unresolved_entries(run_id)]
+
+        def reset() -> list[Any]:
+            entries = self.streams.load(Resource, ids).values()
+            chosen = [e for e in entries if e.unresolved and not e.under_live_claim(now)]
+            for entry in chosen:
+                entry.reset_attempts(by, now)
+            line = LogEntry(
+                key=f"retry|{run_id}|{uuid4()}", run_id=run_id, kind="cleanup.retry",
+                detail={"by": by, "resources": len(chosen)}, at=now,
+            )
+            return [*chosen, line]
+
+        save_with_retry(self.app, reset)
+        self.projector.catch_up()
+        self.elsewhere = self.serving()
+        summary = self.clean_run(run_id, worker=f"{by} (manual)", by=by)
+        self.projector.catch_up()
+        return summary
+
+    def clean_run(
+        self, run_id: UUID, *, worker: str, by: str, stop: threading.Event | None = None
+    ) -> Summary:
+        """Work one run's retryable entries once, a bounded number of groups, one call at a
+        time; answers what was recorded."""
+        now = self.clock()
+        max_attempts = self.settings.max_revert_attempts
+        running = self.queries.run(run_id, now, max_attempts)
+        if running is None:
+            return Summary(by=by)
+        rows = self.queries.retryable_entries(
+            run_id, now, max_attempts, overdue_leases_only=running.status not in TERMINAL
+        )
+        # What another live runner serves is left to it: this one has not loaded it.
+        groups = [g for g in group_entries(rows) if not self._left_to_others(g)]
+        groups = groups[: self.settings.cleanup_groups_per_run]
+        summary = Summary(by=by, remaining=running.unresolved)
+        loaded = self.streams.load(Resource, [row.entry_id for g in groups for row in g.rows])
+        judged: Judged | None = None
+        worked = False
+        for group in groups:
+            if stop is not None and stop.is_set():
+                break
+            self._claim(group, loaded, worker)
+            self._save_then_claim(run_id, judged, group, worker, summary)
+            judged = None
+            if group.claimed:
+                worked = True
+                judged = self._judge(run_id, group, self._call(group), worker)
+        if worked:
+            self._save_last(run_id, judged, worker, summary)
+        return summary
+
+    def _left_to_others(self, group: Group) -> bool:
+        return not self.give_back.served_here(group) and self.elsewhere(
+            self.give_back.needs(group)
+        )
+
+    def _claim(self, group: Group, loaded: dict[UUID, Resource], worker: str) -> None:
+        """Claim the group in memory, for one call: its budget plus the slack."""
+        now = self.clock()
+        expires = self._expiry(group)
+        max_attempts = self.settings.max_revert_attempts
+        for row in group.rows:
+            entry = loaded.get(row.entry_id)
+            if entry is not None and entry.retryable(now, max_attempts):
+                entry.claim_revert(worker, now, expires, max_attempts)
+                group.claimed[entry.id] = entry
+
+    def _expiry(self, group: Group) -> datetime:
+        slack = timedelta(seconds=self.settings.claim_slack_s)
+        return self.clock() + self.give_back.budget(group) + slack
+
+    def _save_then_claim(
+        self, run_id: UUID, previous: Judged | None, group: Group, worker: str,
+        summary: Summary,
+    ) -> None:
+        """The last call's verdict and the next call's claim in one save: the claim is durable
+        before its call starts, and no claim is saved for a call that is not about to start."""
+        before = [*previous.group.claimed.values(), previous.line] if previous else []
+        claims = list(group.claimed.values())
+        if not before and not claims:
+            return
+        try:
+            self.app.save(*before, *claims)
+        except IntegrityError:
+            # Someone else moved an entry of one of the two groups: settle each apart.
+            if previous is not None:
+                self._settle_apart(run_id, previous, worker, summary)
+            group.claimed = self._claim_each(group, worker)
+            return
+        if previous is not None:
+            summary.add(previous.counts)
+
+    def _save_last(
+        self, run_id: UUID, judged: Judged | None, worker: str, summary: Summary
+    ) -> None:
+        """The pass's last verdict with its one summary line."""
+        if judged is not None:
+            final = replace(summary)
+            final.add(judged.counts)
+            try:
+                self.app.save(*judged.group.claimed.values(), judged.line,
+                              self._swept(run_id, final))
+            except IntegrityError:
+                self._settle_apart(run_id, judged, worker, summary)
+            else:
+                summary.add(judged.counts)
+                return
+        self.app.save(self._swept(run_id, summary))
+
+    def _claim_each(self, group: Group, worker: str) -> dict[UUID, Resource]:
+        won: dict[UUID, Resource] = {}
+        max_attempts = self.settings.max_revert_attempts
+        for row in group.rows:
+            fresh = self.streams.load(Resource, [row.entry_id]).get(row.entry_id)
+            now = self.clock()
+            if fresh is None or not fresh.retryable(now, max_attempts):
+                continue
+            fresh.claim_revert(worker, now, self._expiry(group), max_attempts)
+            try:
+                self.app.save(fresh)
+            except IntegrityError:
+                continue
+            won[fresh.id] = fresh
+        return won
+
+    def _call(self, group: Group) -> Verdict:
+        if self.give_back.served_here(group):
+            return self.give_back.call(group)
+        # Nobody live serves it (or the group would have been left to them): a retry spaced by
+        # the back-off, so a runner restarting for a minute costs nothing, until the attempts
+        # run out.
+        need = self.give_back.needs(group)
+        attempt = max(e.attempts for e in group.claimed.values())
+        if attempt < self.settings.max_revert_attempts:
+            return Verdict("retry", unserved(need))
+        return Verdict(
+            "terminal", f'no module registers "{need}", so its resources cannot be given back'
+        )
+
+    def _judge(self, run_id: UUID, group: Group, verdict: Verdict, worker: str) -> Judged:
+        return judge_group(
+            run_id, group, verdict, worker, self.clock(), self.settings.backoff,
+            self.settings.max_revert_attempts,
+        )
+
+    def _settle_apart(
+        self, run_id: UUID, judged: Judged, worker: str, summary: Summary
+    ) -> None:
+        """Something else changed an entry while the call was out (an expiry, a reconcile, a
+        worker that took over an expired claim): judge on fresh state only what this worker
+        still holds, and save it alone."""
+        fresh = self.streams.load(Resource, list(judged.group.claimed))
+        # Settled by another writer while the call was out: no longer remaining either.
+        summary.remaining -= sum(1 for e in fresh.values() if not e.unresolved)
+        mine = {
+            i: e for i, e in fresh.items()
+            if e.claim_worker == worker and e.attempts == judged.group.claimed[i].attempts
+        }
+        if not mine:
+            return
+        again = self._judge(run_id, Group(judged.group.rows, mine), judged.verdict, worker)
+        try:
+            self.app.save(*mine.values(), again.line)
+        except IntegrityError:
+            log.warning("run %s: a verdict lost a race and will be retried", run_id)
+            return
+        summary.add(again.counts)
+
+    def _swept(self, run_id: UUID, summary: Summary) -> LogEntry:
+        return LogEntry(
+            key=f"swept|{run_id}|{uuid4()}", run_id=run_id, kind="cleanup.swept",
+            detail=asdict(summary), at=self.clock(),
+        )

@@ -1,0 +1,196 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+from pydantic import ValidationError
+
+from runledger.application.errors import BadRequest, NotFound
+from runledger.application.modules.answers import NamedResource
+from runledger.application.parts import Service
+from runledger.application.services.inputs import person, reason
+from runledger.application.store.ledger_app import LedgerApp
+from runledger.domain.errors import RunNotRunning
+from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
+from runledger.domain.run import Run
+from runledger.domain.runlog import LogEntry
+
+Clock = Callable[[], datetime]
+
+
+def save_with_retry(
+    app: LedgerApp, build: Callable[[], Sequence[Aggregate]], tries: int = 3
+) -> int:
+    """Load, decide and save; when another writer got there first, decide again on fresh state.
+
+    Answers how many aggregates the winning save changed.
+    """
+    for attempt in range(tries):
+        changed = [a for a in build() if a.pending_events]
+        if not changed:
+            return 0
+        try:
+            app.save(*changed)
+            return len(changed)
+        except IntegrityError:
+            if attempt == tries - 1:
+                raise
+    return 0
+
+
+class Ledger(Service):
+    """Recording what runs change in the world, and the decisions people make about it."""
+
+    def start_run(self, name: str, run_id: UUID | None = None) -> UUID:
+        run = Run.start(run_id or uuid4(), name, self.clock())
+        self.app.save(run)
+        return run.id
+
+    def complete_run(self, run_id: UUID) -> None:
+        run = self.get_run(run_id)
+        run.complete(self.clock())
+        self.app.save(run)
+
+    def abort_run(self, run_id: UUID, why: str) -> None:
+        run = self.get_run(run_id)
+        run.abort(reason(why), self.clock())
+        self.app.save(run)
+
+    def cancel_run(self, run_id: UUID, by: str, *, cleanup: bool) -> int:
+        """End the run. Without cleanup, every unresolved entry is kept in the person's name,
+        in the same save; answers how many entries were kept."""
+        person(by, "cancelling a run")
+        now = self.clock()
+        run = self.get_run(run_id)
+        run.cancel(by, cleanup, now)
+        if cleanup:
+            self.app.save(run)
+            return 0
+        self.projector.catch_up()
+        ids = [e.entry_id for e in self.queries.unresolved_entries(run_id)]
+        kept = [e for e in self.streams.load(Resource, ids).values() if e.unresolved]
+        for entry in kept:
+            entry.keep(by, now)
+        line = LogEntry(
+            key=f"kept|{run_id}", run_id=run_id, kind="cleanup.kept",
+            detail={"by": by, "resources": len(kept)}, at=now,
+        )
+        self.app.save(run, *kept, line)
+        return len(kept)
+
+    def record_placeholder(
+        self, run_id: UUID, step: str, module: str, action: str, idempotency_key: str
+    ) -> UUID:
+        """Ledger a dispatch before it is made; recording it again reuses the same entry."""
+        return self._record(
+            run_id, step=step, kind=PLACEHOLDER_KIND, ref=idempotency_key, module=module,
+            action=action, idempotency_key=idempotency_key, payload={"action": action},
+        )
+
+    def record_lease(
+        self, run_id: UUID, *, step: str, module: str, lease_id: str, target: str,
+        baseline: Any, applied: Any, until: datetime, idempotency_key: str,
+    ) -> UUID:
+        return self._record(
+            run_id, step=step, kind=LEASE_KIND, ref=f"{lease_id}#{target}", module=module,
+            action="core.lease", idempotency_key=idempotency_key,
+            payload={"baseline": baseline, "applied": applied}, until=until,
+        )
+
+    def supersede(
+        self,
+        placeholder_id: UUID,
+        resources: Sequence[dict[str, Any] | NamedResource],
+        also: Sequence[Aggregate] = (),
+    ) -> list[UUID]:
+        """The dispatch answered: record what it named and retire its placeholder, atomically."""
+        try:
+            named = [NamedResource.model_validate(r) for r in resources]
+        except ValidationError as error:
+            raise BadRequest(f"a named resource is malformed: {error.errors()[0]['msg']}") from None
+        placeholder = self._entry(placeholder_id)
+        ids = [
+            Resource.create_id(placeholder.run_id, placeholder.step, r.kind, r.ref) for r in named
+        ]
+        if placeholder.state == "superseded":
+            return ids
+        existing = self.streams.load(Resource, ids)
+        now = self.clock()
+        created = list({  # one entry per natural key, however often the answer names it
+            i: self._new_entry(placeholder, r, now)
+            for r, i in reversed(list(zip(named, ids, strict=True))) if i not in existing
+        }.values())
+        if placeholder.unresolved:
+            placeholder.supersede(now)
+            self.app.save(placeholder, *created, *also)
+            return ids
+        # The run ended while this dispatch was in flight and its placeholder was settled. What
+        # the module made is still in the world: ledger it, kept if a person chose to keep all.
+        if placeholder.kept_by is not None:
+            for entry in created:
+                entry.keep(placeholder.kept_by, now)
+        self.app.save(*created, *also)
+        return ids
+
+    def claim(self, entry_id: UUID, worker: str, expires_at: datetime, max_attempts: int) -> bool:
+        """Take one entry for one revert attempt. Of racing workers exactly one wins."""
+        entry = self._entry(entry_id)
+        now = self.clock()
+        if not entry.retryable(now, max_attempts):
+            return False
+        entry.claim_revert(worker, now, expires_at, max_attempts)
+        try:
+            self.app.save(entry)
+        except IntegrityError:
+            return False
+        return True
+
+    def keep(self, entry_id: UUID, by: str) -> None:
+        person(by, "keeping an entry")
+        entry = self._entry(entry_id)
+        entry.keep(by, self.clock())
+        self.app.save(entry)
+
+    def _record(self, run_id: UUID, **fields: Any) -> UUID:
+        run = self.get_run(run_id)
+        if run.is_terminal:
+            raise RunNotRunning(f"run {run_id} has ended ({run.status}); nothing more is ledgered")
+        fields.setdefault("payload", None)
+        fields.setdefault("until", None)
+        entry = Resource(run_id=run_id, member_key=None, at=self.clock(), **fields)
+        try:
+            self.app.save(entry)
+        except IntegrityError:
+            self._entry(entry.id)  # it exists: recording the same entry twice is a no-op
+        return entry.id
+
+    def _new_entry(self, placeholder: Resource, named: NamedResource, at: datetime) -> Resource:
+        return Resource(
+            run_id=placeholder.run_id, step=placeholder.step, kind=named.kind, ref=named.ref,
+            module=placeholder.module, action=placeholder.action,
+            idempotency_key=placeholder.idempotency_key, payload=named.payload,
+            member_key=named.member_key, until=named.until, at=at,
+        )
+
+    def get_run(self, run_id: UUID) -> Run:
+        try:
+            run: object = self.app.repository.get(run_id)
+        except AggregateNotFoundError:
+            raise NotFound(f"no run {run_id}") from None
+        if not isinstance(run, Run):
+            raise NotFound(f"{run_id} is not a run")
+        return run
+
+    def _entry(self, entry_id: UUID) -> Resource:
+        try:
+            entry: object = self.app.repository.get(entry_id)
+        except AggregateNotFoundError:
+            raise NotFound(f"no ledger entry {entry_id}") from None
+        if not isinstance(entry, Resource):
+            raise NotFound(f"{entry_id} is not a ledger entry")
+        return entry

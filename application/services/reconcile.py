@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import groupby
+from typing import Any
+
+from runledger.application.modules.answers import parse_reconcile
+from runledger.application.modules.deadline import call_with_deadline
+from runledger.application.parts import Service
+from runledger.application.services.ledger import save_with_retry
+from runledger.domain.resource import MAX_KIND, MAX_REF, Resource
+from runledger.domain.runlog import LogEntry
+from runledger.domain.values import text_problem
+from runledger.projections.queries import EntryRow
+
+log = logging.getLogger("runledger.reconcile")
+
+EXPIRED_REASON = "the world ended it at its deadline"
+ORPHANED_REASON = "the module reports this is no longer in force"
+
+
+@dataclass
+class ReconcileSummary:
+    asked: int = 0
+    in_force: int = 0
+    orphaned: int = 0
+    expired: int = 0
+    unanswered: int = 0
+
+
+class Reconciler(Service):
+    """Answers "is any of it still there?" for one module's live entries, and settles expiries.
+
+    The owner is always the caller's binding (the loader's), never a module's argument, so a
+    module cannot close another module's entries.
+    """
+
+    def expire(self, owner: str, kind: Any, ref: Any) -> dict[str, int]:
+        """The world ended one of the owner's resources at its deadline."""
+        if not _valid_name(kind, MAX_KIND) or not _valid_name(ref, MAX_REF):
+            return {"expired": 0}
+        self.projector.catch_up()
+        ids = [
+            e.entry_id for e in self.queries.unresolved_matching(owner, kind, ref)
+            if e.kind != "@step"
+        ]
+        now = self.clock()
+
+        def decide() -> list[Any]:
+            entries = self.streams.load(Resource, ids).values()
+            return [x for e in entries if e.unresolved for x in _expire(e, owner, now)]
+
+        changed = save_with_retry(self.app, decide)
+        self.projector.catch_up()
+        return {"expired": changed // 2}
+
+    def reconcile_module(self, owner: str) -> ReconcileSummary:
+        self.projector.catch_up()
+        summary = ReconcileSummary()
+        rows = self.queries.live_named_entries(owner)
+
+        def key(row: EntryRow) -> tuple[str, str, str]:
+            return (row.step, row.idempotency_key, row.action or "")
+
+        for _, members in groupby(sorted(rows, key=key), key=key):
+            self._reconcile_group(owner, list(members), summary)
+        self.projector.catch_up()
+        return summary
+
+    def reconcile_all(self) -> dict[str, ReconcileSummary]:
+        """Core's own boot: ask every module that owns a live entry."""
+        self.projector.catch_up()
+        found: dict[str, ReconcileSummary] = {}
+        for owner in self.queries.modules_with_live_entries():
+            try:
+                found[owner] = self.reconcile_module(owner)
+            except Exception:  # one module's failure must not hide the others'
+                log.exception("reconcile of module %s failed", owner)
+        return found
+
+    def _reconcile_group(self, owner: str, rows: list[EntryRow], summary: ReconcileSummary) -> None:
+        head = rows[0]
+        action = self.registry.action(head.action)
+        if action is None or action.reconcile is None or action.module != owner:
+            summary.unanswered += len(rows)
+            return
+        summary.asked += len(rows)
+        resources = [{"kind": r.kind, "ref": r.ref, "payload": r.payload} for r in rows]
+        budget = timedelta(milliseconds=action.budget_ms or self.settings.default_budget_ms)
+        outcome = call_with_deadline(
+            action.reconcile, {"run_id": str(head.run_id), "resources": resources},
+            budget.total_seconds(),
+        )
+        held = parse_reconcile(outcome)
+        if held is None:  # "I do not know" is never "it is gone"
+            summary.unanswered += len(rows)
+            return
+        summary.in_force += sum(1 for r in rows if r.ref in held)
+        gone = [r.entry_id for r in rows if r.ref not in held]
+        now = self.clock()
+        settled = {"expired": 0, "orphaned": 0}
+
+        def decide() -> list[Any]:
+            changed: list[Any] = []
+            settled.update(expired=0, orphaned=0)
+            for entry in self.streams.load(Resource, gone).values():
+                if entry.state not in ("live", "failing"):
+                    continue
+                past_until = entry.until is not None and entry.until <= now
+                outcome = "expired" if past_until else "orphaned"
+                changed += (
+                    _expire(entry, owner, now) if past_until
+                    else _orphan(entry, owner, action.id, now)
+                )
+                settled[outcome] += 1
+            return changed
+
+        save_with_retry(self.app, decide)
+        summary.expired += settled["expired"]
+        summary.orphaned += settled["orphaned"]
+
+
+def _valid_name(value: Any, limit: int) -> bool:
+    return type(value) is str and 0 < len(value) <= limit and text_problem(value) is None
+
+
+def _expire(entry: Resource, owner: str, now: datetime) -> list[Any]:
+    entry.expire(EXPIRED_REASON, now)
+    return [entry, _line(entry, "resource.expired", {"module": owner}, now)]
+
+
+def _orphan(entry: Resource, owner: str, action: str, now: datetime) -> list[Any]:
+    entry.orphan(ORPHANED_REASON, now)
+    return [entry, _line(entry, "resource.orphaned", {"module": owner, "action": action}, now)]
+
+
+def _line(entry: Resource, kind: str, detail: dict[str, Any], now: datetime) -> LogEntry:
+    return LogEntry(
+        key=f"{kind}|{entry.id}|{entry.version}", run_id=entry.run_id, kind=kind,
+        detail={**detail, "resource": f"{entry.kind}:{entry.ref}"}, at=now,
+    )

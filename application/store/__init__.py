@@ -1,0 +1,1 @@
+"""The event store: opening it on SQLite or PostgreSQL, and its JSON transcoding."""

@@ -1,0 +1,1 @@
+"""The read models, one module per view; `base` holds what they share."""
