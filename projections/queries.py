@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
 from runledger.domain.status import CleanupStatus, cleanup_status
 from runledger.projections.backend import Backend
 from runledger.projections.schema import OPEN_STATES, UNRESOLVED_STATES
@@ -101,7 +102,7 @@ CANDIDATES = f"""SELECT c.run_id FROM (
         SELECT o.run_id, o.overdue,
           (SELECT u.status FROM {{rl_runs}} u WHERE u.run_id = o.run_id) AS status,
           (SELECT u.ended_at FROM {{rl_runs}} u WHERE u.run_id = o.run_id) AS ended_at
-        FROM (SELECT r.run_id, MAX(CASE WHEN r.kind = 'override' AND r.until <= %s
+        FROM (SELECT r.run_id, MAX(CASE WHEN r.kind = '{LEASE_KIND}' AND r.until <= %s
                                   THEN 1 ELSE 0 END) AS overdue
               FROM {{rl_resources}} r WHERE {_RETRYABLE} GROUP BY r.run_id) o
     ) c
@@ -209,7 +210,8 @@ class Queries:
         """A bounded page of what one pass may work: a sweep's memory does not grow with the
         run, and a group cut at the page's end is simply finished by the next pass."""
         stamp = now.timestamp()
-        lease_clause = "AND r.kind = 'override' AND r.until <= %s" if overdue_leases_only else ""
+        overdue = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s"
+        lease_clause = overdue if overdue_leases_only else ""
         params: list[Any] = [str(run_id), max_attempts, stamp, stamp]
         if overdue_leases_only:
             params.append(stamp)
@@ -232,7 +234,7 @@ class Queries:
         rows = self._rows(
             f"""SELECT * FROM {{rl_resources}} r WHERE r.module = %s
             AND r.status IN {UNRESOLVED_STATES} AND r.status IN ('live', 'failing')
-            AND r.kind <> '@step' AND r.kind <> 'override'
+            AND r.kind <> '{PLACEHOLDER_KIND}' AND r.kind <> '{LEASE_KIND}'
             ORDER BY r.recorded_at, r.entry_id""",
             [module],
         )

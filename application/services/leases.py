@@ -105,7 +105,7 @@ class CoreLease:
         return {
             "ok": True,
             "resources": [{
-                "kind": "override", "ref": f"{wanted.lease}#{wanted.target}",
+                "kind": LEASE_KIND, "ref": f"{wanted.lease}#{wanted.target}",
                 "payload": {"baseline": baseline, "applied": applied}, "until": until,
             }],
         }

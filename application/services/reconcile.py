@@ -10,7 +10,7 @@ from runledger.application.modules.answers import parse_reconcile
 from runledger.application.modules.deadline import call_with_deadline
 from runledger.application.parts import Service
 from runledger.application.services.ledger import save_with_retry
-from runledger.domain.resource import MAX_KIND, MAX_REF, Resource
+from runledger.domain.resource import MAX_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
 from runledger.domain.runlog import LogEntry
 from runledger.domain.values import text_problem
 from runledger.projections.queries import EntryRow
@@ -44,7 +44,7 @@ class Reconciler(Service):
         self.projector.catch_up()
         ids = [
             e.entry_id for e in self.queries.unresolved_matching(owner, kind, ref)
-            if e.kind != "@step"
+            if e.kind != PLACEHOLDER_KIND
         ]
         now = self.clock()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any
 
-from runledger.domain.resource import Resource
+from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.projections.views.base import Row, RowView, as_json, epoch, require
 
 
@@ -29,7 +29,7 @@ def _(event: Resource.Recorded, row: Row | None) -> Row:
         "kind": event.kind, "ref": event.ref, "module": event.module, "action": event.action,
         "idempotency_key": event.idempotency_key, "payload": as_json(event.payload),
         "member_key": event.member_key, "until": epoch(event.until),
-        "status": "placeholder" if event.kind == "@step" else "live", "attempts": 0,
+        "status": "placeholder" if event.kind == PLACEHOLDER_KIND else "live", "attempts": 0,
         "terminal": 0, "claim_worker": None, "claim_expires": None, "last_error": None,
         "drift_current": None, "recorded_at": epoch(event.at), "updated_at": epoch(event.at),
         "next_attempt": None, "version": event.originator_version,
