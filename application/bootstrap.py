@@ -59,8 +59,14 @@ class Runledger:
         return Loaded.of(self.registry, self.modules)
 
     def runner(self, worker: str) -> Runner:
-        return Runner(self.runs, self.cleanup, self.reconciler, worker_name(worker),
-                      fleet=self.fleet, loaded=self.loaded)
+        return Runner(
+            self.runs,
+            self.cleanup,
+            self.reconciler,
+            worker_name(worker),
+            fleet=self.fleet,
+            loaded=self.loaded,
+        )
 
     def close(self) -> None:
         if self.loader is not None:
@@ -100,18 +106,31 @@ def bootstrap(
     app, backend = open_app(store_config(settings.database_url))
     projector = Projector(app, backend)
     queries = Queries(backend)
-    parts = Parts(app, backend, Streams(app, backend), projector, queries, registry, settings,
-                  clock)
+    parts = Parts(
+        app, backend, Streams(app, backend), projector, queries, registry, settings, clock
+    )
     ledger = Ledger(parts)
     core_lease = CoreLease(app, registry, settings, clock)
     fleet = Fleet(app, RunnerRows(backend), gone_after_s=settings.runner_gone_s, clock=clock)
     serving = served_by(fleet, clock)
     rl = Runledger(
-        settings, app, backend, projector, queries, registry, ledger,
-        Cleanup(parts, ledger, GiveBack(registry=registry, core_lease=core_lease,
-                                        settings=settings), serving),
-        Reconciler(parts), Runs(parts, ledger, core_lease, serving),
-        fleet, clock,
+        settings,
+        app,
+        backend,
+        projector,
+        queries,
+        registry,
+        ledger,
+        Cleanup(
+            parts,
+            ledger,
+            GiveBack(registry=registry, core_lease=core_lease, settings=settings),
+            serving,
+        ),
+        Reconciler(parts),
+        Runs(parts, ledger, core_lease, serving),
+        fleet,
+        clock,
     )
     if load:
         load_modules(rl)
@@ -124,8 +143,7 @@ def load_modules(rl: Runledger) -> None:
     def events(module: str) -> ModuleEvents:
         return ModuleEvents(module, rl.reconciler.reconcile_module, rl.reconciler.expire)
 
-    loader = Loader(rl.registry, events, settings.module_settings,
-                    environ=settings.module_environ)
+    loader = Loader(rl.registry, events, settings.module_settings, environ=settings.module_environ)
     builtins = [BUILTIN_DIR / name for name in settings.builtin_names()]
     statuses = [loader.load_folder(folder) for folder in builtins if folder.is_dir()]
     if settings.modules_dir:

@@ -11,9 +11,19 @@ from runledger.domain.text import safe_text
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
 
 __all__ = [
-    "BadRequest", "CannotCatchUp", "ConfigError", "NotFound", "NotInitialised",
-    "ProjectionStuck", "RunledgerError", "StoreCorrupt", "StoreError", "StoreFull",
-    "StoreReadOnly", "StoreUnavailable", "store_error",
+    "BadRequest",
+    "CannotCatchUp",
+    "ConfigError",
+    "NotFound",
+    "NotInitialised",
+    "ProjectionStuck",
+    "RunledgerError",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreFull",
+    "StoreReadOnly",
+    "StoreUnavailable",
+    "store_error",
 ]
 
 
@@ -54,13 +64,23 @@ class BadRequest(RunledgerError):
 
 
 STORE_ERRORS: tuple[type[BaseException], ...] = (
-    PersistenceError, psycopg.Error, sqlite3.Error, OSError,
+    PersistenceError,
+    psycopg.Error,
+    sqlite3.Error,
+    OSError,
 )
 """What a driver raises when the store itself is in trouble."""
 
 OUTAGES: tuple[type[BaseException], ...] = (
-    OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
-    sqlite3.OperationalError, StoreError, NotInitialised, CannotCatchUp, ProjectionStuck,
+    OperationalError,
+    InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    sqlite3.OperationalError,
+    StoreError,
+    NotInitialised,
+    CannotCatchUp,
+    ProjectionStuck,
 )
 """Trouble that is the store's and not one run's: a leg that meets it stops and the runner
 says so once, instead of logging it again for every run it looks at."""
@@ -146,8 +166,10 @@ def _os(error: OSError, display: str, text: str) -> RunledgerError:
 
 
 def _full(display: str, text: str) -> StoreFull:
-    return StoreFull(f"the disk is full: the {display} cannot grow ({text}); "
-                     "free some space, then run the command again")
+    return StoreFull(
+        f"the disk is full: the {display} cannot grow ({text}); "
+        "free some space, then run the command again"
+    )
 
 
 def _read_only(display: str, text: str) -> StoreReadOnly:

@@ -94,7 +94,8 @@ class Settings(BaseModel, frozen=True):
         }
         given["module_settings"] = {k: v for k, v in environ.items() if k.startswith("RUNLEDGER_")}
         given["module_environ"] = {
-            k: v for k, v in environ.items()
+            k: v
+            for k, v in environ.items()
             if not k.startswith("RUNLEDGER_") and refused_setting("", k) is None
         }
         try:
@@ -122,14 +123,16 @@ def refused_setting(module: str, name: str) -> str | None:
     return None
 
 
-def module_scope(module: str, declared: frozenset[str], settings: Mapping[str, str],
-                 environ: Mapping[str, str]) -> dict[str, str]:
+def module_scope(
+    module: str, declared: frozenset[str], settings: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
     """A module's own settings: those under its prefix, and the names its manifest declared
     (looked up in ``settings``, then ``environ``). Never core's, never another module's."""
     prefix = settings_prefix(module)
     pool = {**{k: v for k, v in environ.items() if k in declared}, **settings}
     return {
-        k: v for k, v in pool.items()
+        k: v
+        for k, v in pool.items()
         if k not in CORE_SETTINGS and (k.startswith(prefix) or k in declared)
     }
 

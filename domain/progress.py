@@ -58,7 +58,8 @@ def _current(phase: PhaseSpec, steps: list[Step], run: Run, now: datetime) -> Ph
     when = ready_at(phase, steps)
     if when is not None and when > now:
         return PhaseStatus(
-            phase.id, f"{name}: steps done, waiting until {when:%H:%M:%S} UTC",
+            phase.id,
+            f"{name}: steps done, waiting until {when:%H:%M:%S} UTC",
             f"it advances {phase.after_s:g}s after its last step finished",
         )
     return PhaseStatus(

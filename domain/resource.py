@@ -20,8 +20,15 @@ MAX_KIND = 64
 MAX_REF = 190
 
 State = Literal[
-    "placeholder", "live", "superseded", "reverted", "failing", "drifted", "orphaned",
-    "expired", "kept",
+    "placeholder",
+    "live",
+    "superseded",
+    "reverted",
+    "failing",
+    "drifted",
+    "orphaned",
+    "expired",
+    "kept",
 ]
 UNRESOLVED: frozenset[str] = frozenset({"placeholder", "live", "failing", "drifted", "orphaned"})
 FailureMode = Literal["retry", "terminal"]
@@ -173,9 +180,7 @@ class Resource(Aggregate):
     ) -> None:
         if not self.retryable(at, max_attempts):
             raise NotClaimable(self._why_not_claimable(at, max_attempts))
-        self._revert_claimed(
-            attempt=self.attempts + 1, worker=worker, expires_at=expires_at, at=at
-        )
+        self._revert_claimed(attempt=self.attempts + 1, worker=worker, expires_at=expires_at, at=at)
 
     def mark_reverted(
         self, worker: str, attempt: int, at: datetime, note: str | None = None
@@ -184,14 +189,22 @@ class Resource(Aggregate):
         self._reverted(attempt=attempt, at=at, note=note)
 
     def fail_revert(
-        self, worker: str, attempt: int, mode: FailureMode, error: str, at: datetime,
+        self,
+        worker: str,
+        attempt: int,
+        mode: FailureMode,
+        error: str,
+        at: datetime,
         next_attempt_at: datetime | None = None,
     ) -> None:
         """A failed attempt; ``next_attempt_at`` is when a retry may start (never for a
         terminal failure, which waits for a person)."""
         self._guard_claim(worker, attempt)
         self._revert_failed(
-            attempt=attempt, mode=mode, error=error, at=at,
+            attempt=attempt,
+            mode=mode,
+            error=error,
+            at=at,
             next_attempt_at=None if mode == "terminal" else next_attempt_at,
         )
 
@@ -267,7 +280,11 @@ class Resource(Aggregate):
 
     @event(RevertFailed)
     def _revert_failed(
-        self, attempt: int, mode: str, error: str, at: datetime,
+        self,
+        attempt: int,
+        mode: str,
+        error: str,
+        at: datetime,
         next_attempt_at: datetime | None = None,
     ) -> None:
         self.state = "failing"

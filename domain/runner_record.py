@@ -36,18 +36,38 @@ class RunnerRecord(Aggregate):
 
     @classmethod
     def start(
-        cls, runner_id: UUID, worker: str, host: str, pid: int, modules: list[str],
-        actions: list[str], leases: list[str], at: datetime,
+        cls,
+        runner_id: UUID,
+        worker: str,
+        host: str,
+        pid: int,
+        modules: list[str],
+        actions: list[str],
+        leases: list[str],
+        at: datetime,
     ) -> RunnerRecord:
         return cls._create(
-            cls.Started, id=runner_id, worker=worker, host=host, pid=pid, modules=modules,
-            actions=actions, leases=leases, at=at,
+            cls.Started,
+            id=runner_id,
+            worker=worker,
+            host=host,
+            pid=pid,
+            modules=modules,
+            actions=actions,
+            leases=leases,
+            at=at,
         )
 
     @event(Started)
     def __init__(
-        self, worker: str, host: str, pid: int, modules: list[str], actions: list[str],
-        leases: list[str], at: datetime,
+        self,
+        worker: str,
+        host: str,
+        pid: int,
+        modules: list[str],
+        actions: list[str],
+        leases: list[str],
+        at: datetime,
     ) -> None:
         self.worker = worker
         self.host = host

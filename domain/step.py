@@ -56,7 +56,12 @@ class Step(Aggregate):
 
     @event(Planned)
     def __init__(
-        self, run_id: UUID, step_id: str, phase: int, action: str, params: dict[str, Any],
+        self,
+        run_id: UUID,
+        step_id: str,
+        phase: int,
+        action: str,
+        params: dict[str, Any],
         at: datetime,
     ) -> None:
         self.run_id = run_id
@@ -99,20 +104,33 @@ class Step(Aggregate):
     def succeed(self, worker: str, entries: int, at: datetime) -> None:
         self._guard_holder(worker)
         self._succeeded(
-            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts, entries=entries,
+            run_id=self.run_id,
+            step_id=self.step_id,
+            attempt=self.attempts,
+            entries=entries,
             at=at,
         )
 
     def fail(
-        self, worker: str, error: str, at: datetime, *, final: bool = False,
+        self,
+        worker: str,
+        error: str,
+        at: datetime,
+        *,
+        final: bool = False,
         next_attempt_at: datetime | None = None,
     ) -> None:
         """A failed attempt; ``final`` when the module said retrying cannot help, else
         ``next_attempt_at`` is when the next attempt may start."""
         self._guard_holder(worker)
         self._failed(
-            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts, error=error, at=at,
-            final=final, next_attempt_at=None if final else next_attempt_at,
+            run_id=self.run_id,
+            step_id=self.step_id,
+            attempt=self.attempts,
+            error=error,
+            at=at,
+            final=final,
+            next_attempt_at=None if final else next_attempt_at,
         )
 
     def abandon(self, at: datetime) -> None:
@@ -122,8 +140,11 @@ class Step(Aggregate):
         if self.under_live_claim(at):
             raise NotDispatchable(f"step {self.step_id} is still being dispatched")
         self._failed(
-            run_id=self.run_id, step_id=self.step_id, attempt=self.attempts,
-            error=f"no answer after {self.attempts} attempts", at=at,
+            run_id=self.run_id,
+            step_id=self.step_id,
+            attempt=self.attempts,
+            error=f"no answer after {self.attempts} attempts",
+            at=at,
         )
 
     @property
@@ -152,8 +173,14 @@ class Step(Aggregate):
 
     @event(Failed)
     def _failed(
-        self, run_id: UUID, step_id: str, attempt: int, error: str, at: datetime,
-        final: bool = False, next_attempt_at: datetime | None = None,
+        self,
+        run_id: UUID,
+        step_id: str,
+        attempt: int,
+        error: str,
+        at: datetime,
+        final: bool = False,
+        next_attempt_at: datetime | None = None,
     ) -> None:
         self.last_error = error
         self.claim_worker = None

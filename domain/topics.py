@@ -25,16 +25,22 @@ def stored_classes() -> Iterator[type[Any]]:
     package = importlib.import_module(PACKAGE)
     for module in pkgutil.iter_modules(package.__path__, f"{PACKAGE}."):
         for value in vars(importlib.import_module(module.name)).values():
-            if isinstance(value, type) and issubclass(value, Aggregate) \
-                    and value.__module__ == module.name:
+            if (
+                isinstance(value, type)
+                and issubclass(value, Aggregate)
+                and value.__module__ == module.name
+            ):
                 yield value
                 yield from _events(value)
 
 
 def _events(cls: type[Any]) -> Iterator[type[Any]]:
     for value in vars(cls).values():
-        if isinstance(value, type) and issubclass(value, DomainEvent) \
-                and value.__qualname__.startswith(f"{cls.__qualname__}."):
+        if (
+            isinstance(value, type)
+            and issubclass(value, DomainEvent)
+            and value.__qualname__.startswith(f"{cls.__qualname__}.")
+        ):
             yield value
             yield from _events(value)
 

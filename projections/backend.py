@@ -18,7 +18,12 @@ Note = tuple[int, str, int, str, bytes]
 state)."""
 
 TABLES = (
-    "rl_tracking", "rl_runs", "rl_resources", "rl_run_log", "rl_steps", "rl_runners",
+    "rl_tracking",
+    "rl_runs",
+    "rl_resources",
+    "rl_run_log",
+    "rl_steps",
+    "rl_runners",
     "rl_heartbeats",
 )
 
@@ -110,7 +115,11 @@ class Backend(ABC):
         cursor.execute(f"RELEASE SAVEPOINT {name}")
 
     def upsert(
-        self, cursor: Cursor, table: str, columns: Sequence[str], key: str,
+        self,
+        cursor: Cursor,
+        table: str,
+        columns: Sequence[str],
+        key: str,
         rows: list[list[Any]],
     ) -> None:
         """Insert or replace many rows of a projection table, keyed by ``key``."""

@@ -25,8 +25,10 @@ class Stuck:
     state: bytes
 
     def event(self) -> str:
-        return (f"the event at position {self.position} (topic '{safe_text(self.topic, 120)}', "
-                f"originator {safe_text(self.originator_id, 60)}, version {self.version})")
+        return (
+            f"the event at position {self.position} (topic '{safe_text(self.topic, 120)}', "
+            f"originator {safe_text(self.originator_id, 60)}, version {self.version})"
+        )
 
 
 class ProjectionStuck(RunledgerError):

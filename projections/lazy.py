@@ -47,7 +47,10 @@ def lazy_class(topic: str, transcodings: dict[str, Transcoding]) -> type[Any]:
 
 
 def lazy_event(
-    topic: str, originator_id: str, version: int, state: bytes,
+    topic: str,
+    originator_id: str,
+    version: int,
+    state: bytes,
     transcodings: dict[str, Transcoding],
 ) -> Any:
     cls = lazy_class(topic, transcodings)
@@ -57,10 +60,13 @@ def lazy_event(
     # Plain values need no reviving: only typed and nested ones wait for first access. A field
     # with a default is a class attribute, which __getattr__ would never be asked about: it is
     # revived now, or the default would be read instead of the stored value.
-    fields.update({
-        k: v if type(v) in _PLAIN else revive(v, transcodings)
-        for k, v in raw.items() if type(v) in _PLAIN or hasattr(cls, k)
-    })
+    fields.update(
+        {
+            k: v if type(v) in _PLAIN else revive(v, transcodings)
+            for k, v in raw.items()
+            if type(v) in _PLAIN or hasattr(cls, k)
+        }
+    )
     fields.update(_raw=raw, originator_id=originator_id, originator_version=version)
     return event
 

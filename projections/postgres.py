@@ -51,7 +51,8 @@ class PostgresBackend(Backend):
 
     def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
         statement = SQL(
-            "SELECT e.originator_id, e.originator_version, e.topic, e.state " + BY_ID
+            "SELECT e.originator_id, e.originator_version, e.topic, e.state "
+            + BY_ID
             + " ORDER BY e.originator_id, e.originator_version"
         ).format(Identifier(self.schema), Identifier(self.events_table))
         with self.transaction(commit=False) as cursor:
@@ -67,7 +68,11 @@ class PostgresBackend(Backend):
             ]
 
     def upsert(
-        self, cursor: Cursor, table: str, columns: Sequence[str], key: str,
+        self,
+        cursor: Cursor,
+        table: str,
+        columns: Sequence[str],
+        key: str,
         rows: list[list[Any]],
     ) -> None:
         """COPY into a temporary table, then one INSERT ... ON CONFLICT: a page of rows in three
@@ -108,8 +113,9 @@ class PostgresBackend(Backend):
             "e.topic, e.state FROM (SELECT MIN(position) AS start FROM {} WHERE name = ANY(%s)) s "
             "LEFT JOIN LATERAL (SELECT * FROM {}.{} x WHERE x.notification_id > s.start "
             "ORDER BY x.notification_id LIMIT %s) e ON true ORDER BY e.notification_id"
-        ).format(SQL(self.qualify("rl_tracking")), Identifier(self.schema),
-                 Identifier(self.events_table))
+        ).format(
+            SQL(self.qualify("rl_tracking")), Identifier(self.schema), Identifier(self.events_table)
+        )
         # One round trip: the pool's connections autocommit, so a lone SELECT needs no BEGIN.
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
             cur.execute(statement, [list(names), limit], prepare=True)
@@ -128,11 +134,15 @@ class PostgresBackend(Backend):
         with self.transaction(commit=False) as cursor:
             cursor.execute(statement, [list(ids)])
             found = [
-                (row["notification_id"], StoredEvent(
-                    originator_id=row["originator_id"],
-                    originator_version=row["originator_version"],
-                    topic=row["topic"], state=bytes(row["state"]),
-                ))
+                (
+                    row["notification_id"],
+                    StoredEvent(
+                        originator_id=row["originator_id"],
+                        originator_version=row["originator_version"],
+                        topic=row["topic"],
+                        state=bytes(row["state"]),
+                    ),
+                )
                 for row in cursor.fetchall()
             ]
         return sorted(found, key=lambda pair: pair[0])

@@ -64,7 +64,10 @@ class Projector:
     """
 
     def __init__(
-        self, app: Application[Any], backend: Backend, views: list[View] | None = None,
+        self,
+        app: Application[Any],
+        backend: Backend,
+        views: list[View] | None = None,
         page: int | None = None,
     ) -> None:
         self.app = app
@@ -164,8 +167,11 @@ class Projector:
         """A stuck view is tried again once it moved (a rebuild) or its event changed."""
         for name, stuck in list(self.stuck.items()):
             found = self.backend.select_page(stuck.position - 1, 1)
-            same = bool(found) and found[0][0] == stuck.position and (
-                found[0][3], found[0][4]) == (stuck.topic, stuck.state)
+            same = (
+                bool(found)
+                and found[0][0] == stuck.position
+                and (found[0][3], found[0][4]) == (stuck.topic, stuck.state)
+            )
             if positions.get(name) != stuck.position - 1 or not same:
                 del self.stuck[name]
 
@@ -182,7 +188,11 @@ class Projector:
                 return self._advance(cursor, views, careful=True, peeked=peeked)
 
     def _advance(
-        self, cursor: Cursor, views: list[View], *, careful: bool = False,
+        self,
+        cursor: Cursor,
+        views: list[View],
+        *,
+        careful: bool = False,
         peeked: Peek | None = None,
     ) -> tuple[int, int]:
         """Apply one page after the lowest position; answers (events read, position reached).
@@ -200,8 +210,7 @@ class Projector:
             return 0, start
         last = notes[-1][0]
         if careful:
-            reached = {v.name: self._carefully(cursor, v, notes, positions[v.name])
-                       for v in views}
+            reached = {v.name: self._carefully(cursor, v, notes, positions[v.name]) for v in views}
         else:
             try:
                 self._apply(cursor, views, notes, positions)

@@ -50,14 +50,26 @@ class EntryRow:
     @classmethod
     def of(cls, row: Any) -> EntryRow:
         return cls(
-            entry_id=UUID(row["entry_id"]), run_id=UUID(row["run_id"]), step=row["step"],
-            kind=row["kind"], ref=row["ref"], module=row["module"], action=row["action"],
-            idempotency_key=row["idempotency_key"], payload=_json(row["payload"]),
-            member_key=row["member_key"], until=_time(row["until"]), status=row["status"],
-            attempts=row["attempts"], terminal=bool(row["terminal"]),
-            claim_worker=row["claim_worker"], claim_expires=_time(row["claim_expires"]),
-            last_error=row["last_error"], drift_current=_json(row["drift_current"]),
-            version=row["version"], next_attempt=_time(row["next_attempt"]),
+            entry_id=UUID(row["entry_id"]),
+            run_id=UUID(row["run_id"]),
+            step=row["step"],
+            kind=row["kind"],
+            ref=row["ref"],
+            module=row["module"],
+            action=row["action"],
+            idempotency_key=row["idempotency_key"],
+            payload=_json(row["payload"]),
+            member_key=row["member_key"],
+            until=_time(row["until"]),
+            status=row["status"],
+            attempts=row["attempts"],
+            terminal=bool(row["terminal"]),
+            claim_worker=row["claim_worker"],
+            claim_expires=_time(row["claim_expires"]),
+            last_error=row["last_error"],
+            drift_current=_json(row["drift_current"]),
+            version=row["version"],
+            next_attempt=_time(row["next_attempt"]),
         )
 
 
@@ -142,13 +154,19 @@ class Queries:
         )
         return [
             RunRow(
-                run_id=UUID(row["run_id"]), name=row["name"], status=row["status"],
+                run_id=UUID(row["run_id"]),
+                name=row["name"],
+                status=row["status"],
                 cleanup_status=cleanup_status(
-                    running=row["status"] == "running", entries=int(row["entries"]),
-                    unresolved=int(row["unresolved"] or 0), open_=int(row["open"] or 0),
+                    running=row["status"] == "running",
+                    entries=int(row["entries"]),
+                    unresolved=int(row["unresolved"] or 0),
+                    open_=int(row["open"] or 0),
                 ),
-                entries=int(row["entries"]), unresolved=int(row["unresolved"] or 0),
-                ended_by=row["ended_by"], end_reason=row["end_reason"],
+                entries=int(row["entries"]),
+                unresolved=int(row["unresolved"] or 0),
+                ended_by=row["ended_by"],
+                end_reason=row["end_reason"],
             )
             for row in rows
         ]
@@ -182,8 +200,10 @@ class Queries:
         )
         return [
             LogLine(
-                position=int(row["position"]), run_id=UUID(row["run_id"]),
-                at=datetime.fromtimestamp(row["at"], UTC), kind=row["kind"],
+                position=int(row["position"]),
+                run_id=UUID(row["run_id"]),
+                at=datetime.fromtimestamp(row["at"], UTC),
+                kind=row["kind"],
                 detail=json.loads(row["detail"]),
             )
             for row in rows
@@ -191,8 +211,7 @@ class Queries:
 
     def log_size(self, run_id: UUID) -> int:
         """How many lines a run's log holds."""
-        rows = self._rows("SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s",
-                          [str(run_id)])
+        rows = self._rows("SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s", [str(run_id)])
         return int(rows[0]["n"])
 
     def candidate_runs(self, now: datetime, max_attempts: int, limit: int) -> list[UUID]:
@@ -204,7 +223,12 @@ class Queries:
         return [UUID(row["run_id"]) for row in rows]
 
     def retryable_entries(
-        self, run_id: UUID, now: datetime, max_attempts: int, *, overdue_leases_only: bool,
+        self,
+        run_id: UUID,
+        now: datetime,
+        max_attempts: int,
+        *,
+        overdue_leases_only: bool,
         limit: int = 5_000,
     ) -> list[EntryRow]:
         """A bounded page of what one pass may work: a sweep's memory does not grow with the

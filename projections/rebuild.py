@@ -48,14 +48,19 @@ def choose(names: list[str] | None) -> list[View]:
     known = {v.name: v for v in views}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise KeyError(f"no projection named {', '.join(unknown)}; "
-                       f"projections are {', '.join(known)}")
+        raise KeyError(
+            f"no projection named {', '.join(unknown)}; projections are {', '.join(known)}"
+        )
     return [known[n] for n in dict.fromkeys(names)]
 
 
 def rebuild(
-    app: Application[Any], live: Backend, names: list[str] | None = None, *,
-    verify: bool = False, progress: Progress | None = None,
+    app: Application[Any],
+    live: Backend,
+    names: list[str] | None = None,
+    *,
+    verify: bool = False,
+    progress: Progress | None = None,
 ) -> RebuildReport:
     """Replay the store from zero into shadow tables. Then either swap them in, in one
     transaction (readers see the old tables or the new ones, never half of either), or, to
@@ -77,8 +82,13 @@ def rebuild(
 
 
 def _replay(
-    app: Application[Any], live: Backend, shadow: Backend, views: list[View],
-    report: RebuildReport, verify: bool, progress: Progress | None,
+    app: Application[Any],
+    live: Backend,
+    shadow: Backend,
+    views: list[View],
+    report: RebuildReport,
+    verify: bool,
+    progress: Progress | None,
 ) -> None:
     # Larger pages than a live projector's: fewer commits, and memory still bounded by a page.
     projector = Projector(app, shadow, views, page=REBUILD_PAGE)
@@ -138,15 +148,15 @@ def _swap(live: Backend, shadow: Backend, views: list[View], cursor: Cursor, at:
         cursor.execute(f"ALTER TABLE {shadow.qualify(view.table)} RENAME TO {bare}")
         create_indexes(live, cursor, view.table)
     cursor.execute(
-        live.sql(f"UPDATE {{rl_tracking}} SET position = %s WHERE name IN "
-                 f"({live.markers(len(views))})"),
+        live.sql(
+            f"UPDATE {{rl_tracking}} SET position = %s WHERE name IN ({live.markers(len(views))})"
+        ),
         [at, *[v.name for v in views]],
     )
     cursor.execute(f"DROP TABLE IF EXISTS {shadow.qualify('rl_tracking')}")
 
 
-def _compare(live: Backend, shadow: Backend, views: list[View], cursor: Cursor
-             ) -> list[Difference]:
+def _compare(live: Backend, shadow: Backend, views: list[View], cursor: Cursor) -> list[Difference]:
     """Rows that differ, found by the database (EXCEPT both ways), so memory stays flat."""
     found: list[Difference] = []
     for view in views:

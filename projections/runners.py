@@ -38,9 +38,15 @@ class RunnerRow:
     @classmethod
     def of(cls, row: Any) -> RunnerRow:
         return cls(
-            UUID(row["runner_id"]), row["worker"], row["host"], int(row["pid"]),
-            _names(row["modules"]), _names(row["actions"]), _names(row["leases"]),
-            _time(row["started_at"]), _maybe_time(row["stopped_at"]),
+            UUID(row["runner_id"]),
+            row["worker"],
+            row["host"],
+            int(row["pid"]),
+            _names(row["modules"]),
+            _names(row["actions"]),
+            _names(row["leases"]),
+            _time(row["started_at"]),
+            _maybe_time(row["stopped_at"]),
             _maybe_time(row["beat_at"]),
         )
 

@@ -100,8 +100,10 @@ def missing_columns(backend: Backend) -> list[str]:
     """Columns a newer runledger reads that this store's tables lack (``table.column``)."""
     with backend.transaction(commit=False) as cursor:
         return [
-            f"{table}.{name}" for table, added in ADDED_COLUMNS.items()
-            for name, _ in added if name not in columns(backend, cursor, table)
+            f"{table}.{name}"
+            for table, added in ADDED_COLUMNS.items()
+            for name, _ in added
+            if name not in columns(backend, cursor, table)
         ]
 
 

@@ -16,8 +16,11 @@ SQLITE_READONLY = 8
 
 class SQLiteBackend(Backend):
     event_errors = (
-        sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError,
-        sqlite3.ProgrammingError, OverflowError,
+        sqlite3.IntegrityError,
+        sqlite3.DataError,
+        sqlite3.InterfaceError,
+        sqlite3.ProgrammingError,
+        OverflowError,
     )
     store_errors = (sqlite3.Error,)
 
@@ -35,8 +38,9 @@ class SQLiteBackend(Backend):
         """A transaction holding the file's write lock from its BEGIN, on a connection of its
         own: a deferred one could read the schema, then fail to upgrade while another writes."""
         pool: Any = self.datastore.pool
-        conn = sqlite3.connect(pool.db_name, uri=True, isolation_level=None,
-                               timeout=pool.lock_timeout or 5)
+        conn = sqlite3.connect(
+            pool.db_name, uri=True, isolation_level=None, timeout=pool.lock_timeout or 5
+        )
         try:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
@@ -89,15 +93,15 @@ class SQLiteBackend(Backend):
                 f"FROM {self.events_table} WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 [after, limit],
             )
-            return [
-                (row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in cursor.fetchall()
-            ]
+            return [(row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in cursor.fetchall()]
 
     def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
         with self.transaction(commit=False) as cursor:
             cursor.execute(
-                self.sql("SELECT MIN(position) FROM {rl_tracking} "
-                         f"WHERE name IN ({self.markers(len(names))})"),
+                self.sql(
+                    "SELECT MIN(position) FROM {rl_tracking} "
+                    f"WHERE name IN ({self.markers(len(names))})"
+                ),
                 list(names),
             )
             start = int(cursor.fetchone()[0] or 0)
@@ -113,11 +117,15 @@ class SQLiteBackend(Backend):
                     [i.hex for i in part],
                 )
                 found.extend(
-                    (row["rowid"], StoredEvent(
-                        originator_id=UUID(row["originator_id"]),
-                        originator_version=row["originator_version"],
-                        topic=row["topic"], state=row["state"],
-                    ))
+                    (
+                        row["rowid"],
+                        StoredEvent(
+                            originator_id=UUID(row["originator_id"]),
+                            originator_version=row["originator_version"],
+                            topic=row["topic"],
+                            state=row["state"],
+                        ),
+                    )
                     for row in cursor.fetchall()
                 )
         return sorted(found, key=lambda pair: pair[0])

@@ -62,9 +62,19 @@ def given_back_run(entries: int, at: datetime, failures: int = 0) -> list[Any]:
     run = Run.start(uuid.uuid4(), "bench", at)
     made: list[Any] = [run]
     for i in range(entries):
-        entry = Resource(run_id=run.id, step=f"s{i // 25}", kind="creature", ref=f"c{i}",
-                         module="bench", action="bench.spawn", idempotency_key=f"k{i // 25}",
-                         payload={"hp": i}, member_key=None, until=None, at=at)
+        entry = Resource(
+            run_id=run.id,
+            step=f"s{i // 25}",
+            kind="creature",
+            ref=f"c{i}",
+            module="bench",
+            action="bench.spawn",
+            idempotency_key=f"k{i // 25}",
+            payload={"hp": i},
+            member_key=None,
+            until=None,
+            at=at,
+        )
         for attempt in range(1, failures + 2):
             entry.claim_revert("bench", at, at + timedelta(seconds=30), 5)
             if attempt <= failures:
@@ -97,8 +107,9 @@ def raw_read(rl: Runledger) -> tuple[int, float]:
 def library_read(rl: Runledger) -> tuple[int, float]:
     started, count, position = time.perf_counter(), 0, 0
     recorder: Any = rl.app.recorder
-    while notes := recorder.select_notifications(start=position, limit=2_000,
-                                                 inclusive_of_start=False):
+    while notes := recorder.select_notifications(
+        start=position, limit=2_000, inclusive_of_start=False
+    ):
         for note in notes:
             rl.app.mapper.to_domain_event(note)
         count += len(notes)
@@ -158,19 +169,29 @@ def measure(rl: Runledger, store: str, events: int) -> None:
     count, raw = raw_read(rl)
     lib_count, lib = library_read(rl)
     report = rebuild(rl.app, rl.backend)
-    print(f"  rebuild        {report.events / report.seconds:>10,.0f} events/s "
-          f"({report.events:,} events, {report.seconds:.1f}s)")
-    print(f"  raw read       {count / raw:>10,.0f} events/s  -> rebuild/raw = "
-          f"{raw / report.seconds:.2f}")
-    print(f"  library read   {lib_count / lib:>10,.0f} events/s (select + decode) "
-          f"-> rebuild/library = {lib / report.seconds:.2f}")
+    print(
+        f"  rebuild        {report.events / report.seconds:>10,.0f} events/s "
+        f"({report.events:,} events, {report.seconds:.1f}s)"
+    )
+    print(
+        f"  raw read       {count / raw:>10,.0f} events/s  -> rebuild/raw = "
+        f"{raw / report.seconds:.2f}"
+    )
+    print(
+        f"  library read   {lib_count / lib:>10,.0f} events/s (select + decode) "
+        f"-> rebuild/library = {lib / report.seconds:.2f}"
+    )
     big_peak = rebuild_peak_mb(rl)
-    print(f"  rebuild peak   {small_peak:>10.1f} MB at {quarter:,} events, "
-          f"{big_peak:.1f} MB at {count:,} events")
+    print(
+        f"  rebuild peak   {small_peak:>10.1f} MB at {quarter:,} events, "
+        f"{big_peak:.1f} MB at {count:,} events"
+    )
     big_replay = replay_seconds(rl, target[0].id)
-    print(f"  replay of a 1,000-entry run ({1 + 1_000 * 5 + 1:,} events): "
-          f"{small_replay * 1000:.0f} ms alone, {big_replay * 1000:.0f} ms beside "
-          f"{count:,} events (ratio {big_replay / small_replay:.2f})")
+    print(
+        f"  replay of a 1,000-entry run ({1 + 1_000 * 5 + 1:,} events): "
+        f"{small_replay * 1000:.0f} ms alone, {big_replay * 1000:.0f} ms beside "
+        f"{count:,} events (ratio {big_replay / small_replay:.2f})"
+    )
     entry = target[1].id
     versions = len(list(rl.app.events.get(entry)))
     stepped = rl.history.step(entry, upto=2)

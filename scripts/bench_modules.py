@@ -25,14 +25,20 @@ from runledger.application.settings import Settings
 def give_back(module: str, runs: int, entries: int, folder: Path, prefix: str) -> float:
     url = f"sqlite:///{folder / f'{module}.sqlite3'}"
     settings = Settings(
-        database_url=url, builtin_modules="sandbox,redis", cleanup_run_batch=runs,
-        module_settings={"RUNLEDGER_SANDBOX_PATH": str(folder / "world.sqlite3"),
-                         "RUNLEDGER_REDIS_PREFIX": prefix},
+        database_url=url,
+        builtin_modules="sandbox,redis",
+        cleanup_run_batch=runs,
+        module_settings={
+            "RUNLEDGER_SANDBOX_PATH": str(folder / "world.sqlite3"),
+            "RUNLEDGER_REDIS_PREFIX": prefix,
+        },
     )
     init_store(settings)
     with bootstrap(settings) as rl:
-        steps = [{"id": f"spawn-{i}", "action": f"{module}.spawn", "params": {"count": 25}}
-                 for i in range(entries // 25)]
+        steps = [
+            {"id": f"spawn-{i}", "action": f"{module}.spawn", "params": {"count": 25}}
+            for i in range(entries // 25)
+        ]
         spec = {"name": "bench", "phases": [{"id": "p", "advance": "manual", "steps": steps}]}
         ids = [rl.runs.start(spec) for _ in range(runs)]
         while rl.runs.advance_leg("bench").dispatched:

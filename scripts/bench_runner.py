@@ -82,13 +82,17 @@ def drop_schema(admin: str, schema: str) -> None:
 def spec(number: int, steps: int, resources: int) -> dict[str, Any]:
     return {
         "name": f"bench {number}",
-        "phases": [{
-            "id": "p1", "advance": "auto", "after_s": 0,
-            "steps": [
-                {"id": f"s{i}", "action": ACTION, "params": {"count": resources}}
-                for i in range(steps)
-            ],
-        }],
+        "phases": [
+            {
+                "id": "p1",
+                "advance": "auto",
+                "after_s": 0,
+                "steps": [
+                    {"id": f"s{i}", "action": ACTION, "params": {"count": resources}}
+                    for i in range(steps)
+                ],
+            }
+        ],
     }
 
 
@@ -155,14 +159,30 @@ class Runners:
         self.procs: list[subprocess.Popen[bytes]] = []
         for n in range(count):
             with (folder / f"r{n}.err").open("wb") as err:
-                self.procs.append(subprocess.Popen(
-                    [
-                        sys.executable, str(RUNNER), "--url", url, "--worker", f"r{n}",
-                        "--calls", str(folder / "calls.jsonl"), "--interval", "0.02",
-                        "--ready", str(folder / f"ready-{n}"), "--go", str(self.go),
-                    ],
-                    cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                ))
+                self.procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            str(RUNNER),
+                            "--url",
+                            url,
+                            "--worker",
+                            f"r{n}",
+                            "--calls",
+                            str(folder / "calls.jsonl"),
+                            "--interval",
+                            "0.02",
+                            "--ready",
+                            str(folder / f"ready-{n}"),
+                            "--go",
+                            str(self.go),
+                        ],
+                        cwd=ROOT,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                    )
+                )
 
     def release(self) -> float:
         while not all((self.folder / f"ready-{n}").exists() for n in range(len(self.procs))):
@@ -184,8 +204,9 @@ class Runners:
                 proc.wait(timeout=10)
 
     def stderr(self) -> str:
-        return "\n".join((self.folder / f"r{n}.err").read_text()[-2000:] for n in range(
-            len(self.procs)))
+        return "\n".join(
+            (self.folder / f"r{n}.err").read_text()[-2000:] for n in range(len(self.procs))
+        )
 
     def errors_logged(self) -> int:
         """Tracebacks the runners logged: conflicts between runners, mostly."""
@@ -226,10 +247,15 @@ def measure(admin: str, runners: int, runs: int, steps: int, resources: int) -> 
         backs = [e.at.timestamp() for e in everything if isinstance(e, Resource.Reverted)]
         waits = sorted(lags(everything))
         return Figures(
-            runners=runners, runs=runs, entries=entries, wall_s=wall,
-            runs_done_s=max(done) - go, entries_done_s=max(backs) - go,
+            runners=runners,
+            runs=runs,
+            entries=entries,
+            wall_s=wall,
+            runs_done_s=max(done) - go,
+            entries_done_s=max(backs) - go,
             lag_median_s=statistics.median(waits),
-            lag_p90_s=waits[int(0.9 * (len(waits) - 1))], lag_worst_s=waits[-1],
+            lag_p90_s=waits[int(0.9 * (len(waits) - 1))],
+            lag_worst_s=waits[-1],
             errors_logged=errors,
         )
     finally:
@@ -263,7 +289,8 @@ def main() -> int:
     print(
         f"{args.runs} runs x {args.steps} steps x {args.resources} resources = "
         f"{args.runs * args.steps * args.resources} entries to give back; instant module; "
-        f"{os.cpu_count()} CPUs", flush=True,
+        f"{os.cpu_count()} CPUs",
+        flush=True,
     )
     rows = []
     for count in args.runners:

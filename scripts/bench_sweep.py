@@ -192,8 +192,10 @@ class CountingCursor:
             self._sink[0] += max(raw.rowcount, 0)
 
     def execute(self, statement: Any, params: Any = None) -> Any:
-        result = self._cursor.execute(statement, params) if params is not None else (
-            self._cursor.execute(statement)
+        result = (
+            self._cursor.execute(statement, params)
+            if params is not None
+            else (self._cursor.execute(statement))
         )
         self._count(statement)
         return result
@@ -270,8 +272,11 @@ def instrument(rl: Runledger, meter: Meter) -> Callable[[], None]:
     )
     queries = rl.queries
     # run() answers through runs(): wrapping runs() alone counts each read once.
-    wrapped = [n for n in ("candidate_runs", "runs", "retryable_entries", "retryable_entries_of")
-               if hasattr(queries, n)]
+    wrapped = [
+        n
+        for n in ("candidate_runs", "runs", "retryable_entries", "retryable_entries_of")
+        if hasattr(queries, n)
+    ]
     for name in wrapped:
         setattr(queries, name, timed(meter, f"queries.{name}", getattr(queries, name)))
     streams = rl.cleanup.streams
@@ -279,9 +284,12 @@ def instrument(rl: Runledger, meter: Meter) -> Callable[[], None]:
 
     def restore() -> None:
         for target, name in (
-            (app, "save"), (backend, "transaction"), (projector, page_method),
+            (app, "save"),
+            (backend, "transaction"),
+            (projector, page_method),
             (projector, "catch_up"),
-            *[(queries, n) for n in wrapped], (streams, "load"),
+            *[(queries, n) for n in wrapped],
+            (streams, "load"),
         ):
             with contextlib.suppress(AttributeError):
                 delattr(target, name)
@@ -400,54 +408,76 @@ def throughput_once(args: argparse.Namespace) -> Throughput:
 
 def part_throughput(args: argparse.Namespace) -> None:
     groups_per_run = -(-args.entries // args.per_step)
-    print(f"\n== 1. sweep throughput: {args.runs} runs x {args.entries} entries "
-          f"({args.per_step} per step, {groups_per_run} revert calls per run) on {args.store}, "
-          f"{args.repeat} repetition(s), each on a fresh store")
+    print(
+        f"\n== 1. sweep throughput: {args.runs} runs x {args.entries} entries "
+        f"({args.per_step} per step, {groups_per_run} revert calls per run) on {args.store}, "
+        f"{args.repeat} repetition(s), each on a fresh store"
+    )
     results = []
     for i in range(args.repeat):
         r = throughput_once(args)
         results.append(r)
-        print(f"   rep {i + 1}: OURS {r.ours:7,.0f} entries/s ({r.elapsed:5.2f} s wall, "
-              f"{r.cpu:5.2f} s client CPU) | BASELINE {r.raw:7,.0f} entries/s equivalent "
-              f"({r.baseline:4.2f} s) | ratio {r.ours / r.raw:4.2f} | load avg "
-              f"{os.getloadavg()[0]:.1f}")
+        print(
+            f"   rep {i + 1}: OURS {r.ours:7,.0f} entries/s ({r.elapsed:5.2f} s wall, "
+            f"{r.cpu:5.2f} s client CPU) | BASELINE {r.raw:7,.0f} entries/s equivalent "
+            f"({r.baseline:4.2f} s) | ratio {r.ours / r.raw:4.2f} | load avg "
+            f"{os.getloadavg()[0]:.1f}"
+        )
     ranked = sorted(results, key=lambda x: x.ours)
     r = ranked[len(ranked) // 2]
     meter, settings = r.meter, r.settings
     rows = sum(meter.write_txns)
-    print(f"   settings: cleanup_run_batch={settings.cleanup_run_batch}, "
-          f"cleanup_groups_per_run={settings.cleanup_groups_per_run}, "
-          f"max_revert_attempts={settings.max_revert_attempts} "
-          f"({'given' if args.run_batch or args.groups_per_run else 'the Settings defaults'})")
-    print(f"   setup through the application (not timed): {r.setup:.1f} s, "
-          f"{r.live} live entries to give back")
+    print(
+        f"   settings: cleanup_run_batch={settings.cleanup_run_batch}, "
+        f"cleanup_groups_per_run={settings.cleanup_groups_per_run}, "
+        f"max_revert_attempts={settings.max_revert_attempts} "
+        f"({'given' if args.run_batch or args.groups_per_run else 'the Settings defaults'})"
+    )
+    print(
+        f"   setup through the application (not timed): {r.setup:.1f} s, "
+        f"{r.live} live entries to give back"
+    )
     print(f"   sweep: {r.passes} passes (the last found nothing), {r.reverted} entries reverted")
     best = ranked[-1]
-    print(f"   OURS      {r.ours:10,.0f} entries given back / s (median; best {best.ours:,.0f}; "
-          f"client CPU {1e6 * r.cpu / r.reverted:.0f} us per entry)")
+    print(
+        f"   OURS      {r.ours:10,.0f} entries given back / s (median; best {best.ours:,.0f}; "
+        f"client CPU {1e6 * r.cpu / r.reverted:.0f} us per entry)"
+    )
     mean_state = meter.state_bytes // max(meter.save_events, 1)
-    print(f"   write transactions: {len(meter.write_txns)} = {meter.saves} app.save "
-          f"({meter.save_events} events, mean state {mean_state} B) + {meter.pages} projector "
-          f"pages; {rows} rows written in all "
-          f"({rows - meter.save_events} projection/tracking rows); {meter.reads} read-only "
-          "projection transactions besides")
+    print(
+        f"   write transactions: {len(meter.write_txns)} = {meter.saves} app.save "
+        f"({meter.save_events} events, mean state {mean_state} B) + {meter.pages} projector "
+        f"pages; {rows} rows written in all "
+        f"({rows - meter.save_events} projection/tracking rows); {meter.reads} read-only "
+        "projection transactions besides"
+    )
     driver = "psycopg executemany" if args.store == "postgres" else "sqlite3 executemany (WAL)"
-    print(f"   BASELINE  {r.raw:10,.0f} entries / s equivalent: {driver}, the same "
-          f"{rows} rows in the same {len(meter.write_txns)} transactions took {r.baseline:.2f} s")
+    print(
+        f"   BASELINE  {r.raw:10,.0f} entries / s equivalent: {driver}, the same "
+        f"{rows} rows in the same {len(meter.write_txns)} transactions took {r.baseline:.2f} s"
+    )
     ratios = sorted(x.ours / x.raw for x in results)
-    print(f"   ratio ours/baseline (throughput): {r.ours / r.raw:.2f}  "
-          f"(time: {r.elapsed / r.baseline:.1f}x the raw floor; all reps "
-          f"{', '.join(f'{x:.2f}' for x in ratios)})")
-    print("   where that sweep's time went (wrapped calls; wall, then the sweep thread's own CPU,"
-          " the rest of wall being the database and waiting):")
+    print(
+        f"   ratio ours/baseline (throughput): {r.ours / r.raw:.2f}  "
+        f"(time: {r.elapsed / r.baseline:.1f}x the raw floor; all reps "
+        f"{', '.join(f'{x:.2f}' for x in ratios)})"
+    )
+    print(
+        "   where that sweep's time went (wrapped calls; wall, then the sweep thread's own CPU,"
+        " the rest of wall being the database and waiting):"
+    )
     for label, seconds in sorted(meter.seconds.items(), key=lambda kv: -kv[1]):
         calls = meter.calls.get(label, meter.saves if label.startswith("app.save") else 0)
-        print(f"     {label:42s} {seconds:6.2f} s {100 * seconds / r.elapsed:5.1f} %  "
-              f"CPU {meter.cpu[label]:5.2f} s = {1e6 * meter.cpu[label] / r.reverted:4.0f} us/entry"
-              f"  {calls:5d} calls")
+        print(
+            f"     {label:42s} {seconds:6.2f} s {100 * seconds / r.elapsed:5.1f} %  "
+            f"CPU {meter.cpu[label]:5.2f} s = {1e6 * meter.cpu[label] / r.reverted:4.0f} us/entry"
+            f"  {calls:5d} calls"
+        )
     accounted = sum(meter.seconds.values())
-    print(f"     {'rest (grouping, domain, verdicts, pydantic)':42s} "
-          f"{r.elapsed - accounted:6.2f} s {100 * (r.elapsed - accounted) / r.elapsed:5.1f} %")
+    print(
+        f"     {'rest (grouping, domain, verdicts, pydantic)':42s} "
+        f"{r.elapsed - accounted:6.2f} s {100 * (r.elapsed - accounted) / r.elapsed:5.1f} %"
+    )
     if r.profiler:
         out = io.StringIO()
         stats = pstats.Stats(r.profiler, stream=out)
@@ -533,8 +563,10 @@ def add_history(store: Store, have: int, want: int, per_run: int) -> float:
     with store.raw() as conn:
         if store.engine == "postgres":
             with conn.cursor() as cursor:
-                for table, shape, rows in (("rl_resources", entry, resources),
-                                           ("rl_runs", run, runs)):
+                for table, shape, rows in (
+                    ("rl_resources", entry, resources),
+                    ("rl_runs", run, runs),
+                ):
                     copy = f"COPY {store.table(table)} ({', '.join(shape)}) FROM STDIN"
                     with cursor.copy(copy) as sink:
                         for row in rows:
@@ -678,39 +710,60 @@ def part_history(args: argparse.Namespace) -> None:
                 _, traced = tracemalloc.get_traced_memory()
                 tracemalloc.stop()
                 swept = open_entries - count_status(store, "live")
-                sizes.append(Size(
-                    want, load, median, best, found, plan, open_entries, swept, seconds,
-                    traced, rss.peak - rss.base,
-                ))
+                sizes.append(
+                    Size(
+                        want,
+                        load,
+                        median,
+                        best,
+                        found,
+                        plan,
+                        open_entries,
+                        swept,
+                        seconds,
+                        traced,
+                        rss.peak - rss.base,
+                    )
+                )
     finally:
         if not args.keep:
             store.drop()
 
     small, large = sizes
     print(f"\n== 2. candidate query (queries.candidate_runs, the real one) on {args.store}")
-    print("   history: entries already given back (status 'reverted', with their completed runs)"
-          " were written straight into the projection tables rl_resources/rl_runs with "
-          f"{'COPY + ANALYZE' if args.store == 'postgres' else 'executemany'}; they stand for "
-          "past runs. Open work beside them: "
-          f"{args.open_runs} completed runs x {args.entries} live entries made through the "
-          "application.")
+    print(
+        "   history: entries already given back (status 'reverted', with their completed runs)"
+        " were written straight into the projection tables rl_resources/rl_runs with "
+        f"{'COPY + ANALYZE' if args.store == 'postgres' else 'executemany'}; they stand for "
+        "past runs. Open work beside them: "
+        f"{args.open_runs} completed runs x {args.entries} live entries made through the "
+        "application."
+    )
     for s in sizes:
-        print(f"   {s.history:>9,} given back (loaded in {s.load_s:5.1f} s): median "
-              f"{s.median * 1e3:7.3f} ms, best {s.best * 1e3:7.3f} ms over {args.reps} reps, "
-              f"{s.found} candidate runs found")
-    print(f"   ratio {large.history:,} / {small.history:,}: median "
-          f"{large.median / small.median:.2f}, best {large.best / small.best:.2f}")
+        print(
+            f"   {s.history:>9,} given back (loaded in {s.load_s:5.1f} s): median "
+            f"{s.median * 1e3:7.3f} ms, best {s.best * 1e3:7.3f} ms over {args.reps} reps, "
+            f"{s.found} candidate runs found"
+        )
+    print(
+        f"   ratio {large.history:,} / {small.history:,}: median "
+        f"{large.median / small.median:.2f}, best {large.best / small.best:.2f}"
+    )
     for s in sizes:
         how = "EXPLAIN ANALYZE" if args.store == "postgres" else "EXPLAIN QUERY PLAN"
         print(f"   plan at {s.history:,} ({how}):\n{s.plan}")
 
     print(f"\n== 3. sweep peak memory, same open work, two store sizes, on {args.store}")
     for s in sizes:
-        print(f"   {s.history:>9,} given back: swept {s.swept} of {s.open_entries} live entries "
-              f"in {s.seconds:.2f} s (under tracemalloc); tracemalloc peak "
-              f"{s.traced_peak / 1e6:6.2f} MB, RSS peak delta {s.rss_delta / 1e6:6.2f} MB")
-    print(f"   ratio {large.history:,} / {small.history:,}: tracemalloc peak "
-          f"{large.traced_peak / max(small.traced_peak, 1):.2f}")
+        print(
+            f"   {s.history:>9,} given back: swept {s.swept} of {s.open_entries} live entries "
+            f"in {s.seconds:.2f} s (under tracemalloc); tracemalloc peak "
+            f"{s.traced_peak / 1e6:6.2f} MB, RSS peak delta {s.rss_delta / 1e6:6.2f} MB"
+        )
+    print(
+        f"   ratio {large.history:,} / {small.history:,}: tracemalloc peak "
+        f"{large.traced_peak / max(small.traced_peak, 1):.2f}"
+    )
 
 
 # --------------------------------------------------------------------------- main
@@ -722,10 +775,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200, help="part 1: runs to give back")
     parser.add_argument("--entries", type=int, default=50, help="entries per run")
     parser.add_argument("--per-step", type=int, default=25, help="entries per step (one call)")
-    parser.add_argument("--run-batch", type=int, default=0,
-                        help="cleanup_run_batch (default: the Settings default)")
-    parser.add_argument("--groups-per-run", type=int, default=0,
-                        help="cleanup_groups_per_run (default: the Settings default)")
+    parser.add_argument(
+        "--run-batch", type=int, default=0, help="cleanup_run_batch (default: the Settings default)"
+    )
+    parser.add_argument(
+        "--groups-per-run",
+        type=int,
+        default=0,
+        help="cleanup_groups_per_run (default: the Settings default)",
+    )
     parser.add_argument("--small", type=int, default=10_000, help="part 2: smaller history")
     parser.add_argument("--large", type=int, default=1_000_000, help="part 2: larger history")
     parser.add_argument("--open-runs", type=int, default=5, help="parts 2-3: open runs")
@@ -737,8 +795,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", default=PG_ADMIN, help="PostgreSQL database (admin) URL")
     parser.add_argument("--keep", action="store_true", help="keep the stores for inspection")
     args = parser.parse_args(argv)
-    print(f"runledger sweep benchmark: {args.store}, python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} cores, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    print(
+        f"runledger sweep benchmark: {args.store}, python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} cores, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    )
     if "1" in args.parts:
         part_throughput(args)
     if "2" in args.parts or "3" in args.parts:

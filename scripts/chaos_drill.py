@@ -56,8 +56,18 @@ from tests.world_model import Audit, audit  # noqa: E402
 Window = tuple[float, float]  # seconds after the epoch, length in seconds
 START_SPREAD = 2 / 3  # runs keep arriving while runners die, and the last third winds down
 FAULTS = (
-    "--perform-fail", "0.2", "--perform-ms", "200", "--revert-fail", "0.15",
-    "--revert-terminal", "0.02", "--revert-partial", "0.08", "--revert-ms", "150",
+    "--perform-fail",
+    "0.2",
+    "--perform-ms",
+    "200",
+    "--revert-fail",
+    "0.15",
+    "--revert-terminal",
+    "0.02",
+    "--revert-partial",
+    "0.08",
+    "--revert-ms",
+    "150",
 )
 
 
@@ -119,7 +129,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--outage-s", type=float, default=2.5, help="the longest outage")
     parser.add_argument("--settle-timeout", type=float, default=120.0)
     parser.add_argument(
-        "--plant", action="store_true",
+        "--plant",
+        action="store_true",
         help="add a made-up repeat and a made-up leak to the calls file, to see the check fail",
     )
     return parser.parse_args(argv)
@@ -173,13 +184,13 @@ def run_drill(rl: Runledger, drill: Drill, args: argparse.Namespace, epoch: floa
     next_kill = epoch + args.kill_every * drill.rng.uniform(0.5, 1.5)
     while (now := time.time()) < epoch + span:
         due = min(len(specs), int(len(specs) * (now - epoch) / (span * START_SPREAD)) + 1)
-        runs += [rl.runs.start(s) for s in specs[len(runs):due]]
+        runs += [rl.runs.start(s) for s in specs[len(runs) : due]]
         if now >= next_kill:
             drill.kill_one()
             next_kill = now + args.kill_every * drill.rng.uniform(0.5, 1.5)
         drill.restart_the_dead()
         time.sleep(0.1)
-    runs += [rl.runs.start(s) for s in specs[len(runs):]]
+    runs += [rl.runs.start(s) for s in specs[len(runs) :]]
     deadline = time.monotonic() + args.settle_timeout
     while not settled(rl, runs) and time.monotonic() < deadline:
         drill.restart_the_dead()
@@ -211,27 +222,42 @@ def report(result: Audit, rl: Runledger, runs: list[UUID], drill: Drill) -> list
     entries = sum(r.entries for r in rows)
     repeats = [
         f"{result.lines[i]['worker']} called {result.lines[i]['call']} {result.lines[i]['key']} "
-        "again" for i in sorted(result.repeats)
+        "again"
+        for i in sorted(result.repeats)
     ]
     casualties = [f"run {run} left incomplete by outages" for run in result.outage_casualties]
     goals = [
-        ("repeats per key beyond the in-flight call",
-         f"{len(repeats)} calls, {len(result.repeated_keys())} keys", repeats),
-        ("attempts with no call, beyond one group per kill", str(len(result.uncalled)),
-         result.uncalled),
+        (
+            "repeats per key beyond the in-flight call",
+            f"{len(repeats)} calls, {len(result.repeated_keys())} keys",
+            repeats,
+        ),
+        (
+            "attempts with no call, beyond one group per kill",
+            str(len(result.uncalled)),
+            result.uncalled,
+        ),
         ("runs needing a person only because of outages", str(len(casualties)), casualties),
     ]
     figures = [
         ("entries", str(entries)),
-        ("runs: completed / aborted / running",
-         f"{status['completed']} / {status['aborted']} / {status['running']}"),
-        ("cleanup: complete / incomplete / not settled",
-         f"{cleanup['complete']} / {cleanup['incomplete']} / {unsettled}"),
+        (
+            "runs: completed / aborted / running",
+            f"{status['completed']} / {status['aborted']} / {status['running']}",
+        ),
+        (
+            "cleanup: complete / incomplete / not settled",
+            f"{cleanup['complete']} / {cleanup['incomplete']} / {unsettled}",
+        ),
         ("kills (restarted under new names)", str(len(drill.killed))),
-        ("perform calls (outage answers)",
-         f"{result.count('perform')} ({result.count('perform', outage=True)})"),
-        ("revert calls (outage answers)",
-         f"{result.count('revert')} ({result.count('revert', outage=True)})"),
+        (
+            "perform calls (outage answers)",
+            f"{result.count('perform')} ({result.count('perform', outage=True)})",
+        ),
+        (
+            "revert calls (outage answers)",
+            f"{result.count('revert')} ({result.count('revert', outage=True)})",
+        ),
         ("attempts / calls, over every entry", f"{result.attempts} / {result.entry_calls}"),
         ("repeats after a call in flight at a kill", str(result.in_flight_repeats)),
         ("repeats after a verdict saved too late", str(result.lost_verdict_repeats)),
@@ -269,11 +295,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     apart = longest_backoff(args.retry_delays, args.retry_jitter, max_attempts)
     if args.outage_every <= args.outage_s + apart:
-        print(f"--outage-every must be longer than --outage-s and the longest back-off "
-              f"({apart:g}s) together")
+        print(
+            f"--outage-every must be longer than --outage-s and the longest back-off "
+            f"({apart:g}s) together"
+        )
         return 2
-    os.environ |= {"EVENT_RETRY_DELAYS_S": args.retry_delays,
-                   "EVENT_RETRY_JITTER": str(args.retry_jitter)}
+    os.environ |= {
+        "EVENT_RETRY_DELAYS_S": args.retry_delays,
+        "EVENT_RETRY_JITTER": str(args.retry_jitter),
+    }
     rng = random.Random(args.seed)
     windows = outages(rng, args.minutes * 60, args.outage_every, args.outage_s, apart)
     folder = Path(tempfile.mkdtemp(prefix="chaos_drill_"))
@@ -282,15 +312,24 @@ def main(argv: list[str] | None = None) -> int:
         f"every ~{args.kill_every:g}s, seed {args.seed}; retry delays {args.retry_delays}s "
         f"(jitter {args.retry_jitter:g}): {max_attempts} attempts span >= {backoff:.1f}s; "
         f"{len(windows)} outages of <= {args.outage_s:g}s\n  calls and runner logs: {folder}\n"
-        f"  before: {uptime()}", flush=True,
+        f"  before: {uptime()}",
+        flush=True,
     )
     url = new_pg_url(args.url)
     try:
         init_store(settings_at(url))
         with observer(url) as rl:
             epoch = time.time()
-            knobs = (*FAULTS, "--seed", str(args.seed), "--epoch", f"{epoch:.3f}",
-                     "--outage", outage_text(windows), *QUICK)
+            knobs = (
+                *FAULTS,
+                "--seed",
+                str(args.seed),
+                "--epoch",
+                f"{epoch:.3f}",
+                "--outage",
+                outage_text(windows),
+                *QUICK,
+            )
             drill = Drill(Runners(folder, url), knobs, rng)
             try:
                 for n in range(1, args.runners + 1):
@@ -304,8 +343,9 @@ def main(argv: list[str] | None = None) -> int:
                 plant(drill.runners.calls, read_calls(drill.runners.calls))
             rows = {r.run_id: r for r in run_rows(rl, runs)}
             entries = [e for run in runs for e in rl.queries.entries(run)]
-            result = audit(read_calls(drill.runners.calls), histories(rl), entries, rows,
-                           drill.killed)
+            result = audit(
+                read_calls(drill.runners.calls), histories(rl), entries, rows, drill.killed
+            )
             failures = report(result, rl, runs, drill)
     finally:
         drop_pg_url(args.url, url)

@@ -19,8 +19,9 @@ def sqlite(backend: Backend) -> bool:
 
 def events_table(backend: Backend) -> str:
     found: Any = backend
-    return str(found.events_table) if sqlite(backend) else (
-        f'"{found.schema}".{found.events_table}')
+    return (
+        str(found.events_table) if sqlite(backend) else (f'"{found.schema}".{found.events_table}')
+    )
 
 
 def insert_raw(rl: Runledger, topic: str, state: bytes, originator: UUID | None = None) -> int:
@@ -30,8 +31,10 @@ def insert_raw(rl: Runledger, topic: str, state: bytes, originator: UUID | None 
     key: Any = oid.hex if sqlite(backend) else oid
     with backend.transaction(commit=True) as cursor:
         cursor.execute(
-            backend.sql(f"INSERT INTO {events_table(backend)} (originator_id, "
-                        "originator_version, topic, state) VALUES (%s, %s, %s, %s)"),
+            backend.sql(
+                f"INSERT INTO {events_table(backend)} (originator_id, "
+                "originator_version, topic, state) VALUES (%s, %s, %s, %s)"
+            ),
             [key, 1, topic, state],
         )
     return rl.app.recorder.max_notification_id() or 0
@@ -51,8 +54,10 @@ def tables(rl: Runledger) -> set[str]:
         if sqlite(rl.backend):
             cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             return {row["name"] for row in cursor.fetchall()}
-        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                       [schema(rl.backend)])
+        cursor.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            [schema(rl.backend)],
+        )
         return {row["table_name"] for row in cursor.fetchall()}
 
 

@@ -74,7 +74,9 @@ class Game:
         module = registry.module(MODULE)
         for action in actions:
             module.action(
-                action, perform=self._perform(action), revert=self._revert(action),
+                action,
+                perform=self._perform(action),
+                revert=self._revert(action),
                 budget_ms=budget_ms,
             )
         if LEASE not in registry.leases:
@@ -164,8 +166,9 @@ def step(step_id: str, action: str, **params: Any) -> dict[str, Any]:
 def lease_step(
     step_id: str, target: str, value: Any = "storm", duration_s: float = 3600
 ) -> dict[str, Any]:
-    return step(step_id, "core.lease", lease=LEASE, target=target, value=value,
-                duration_s=duration_s)
+    return step(
+        step_id, "core.lease", lease=LEASE, target=target, value=value, duration_s=duration_s
+    )
 
 
 def phase(
@@ -216,10 +219,14 @@ def race(
         ready.touch()
         _await(go)
         return [
-            {"target": target, **lease.perform(
-                {"lease": LEASE, "target": target, "value": run_id, "duration_s": 600},
-                idempotency_key=f"{run_id}:{target}", run_id=run_id,
-            )}
+            {
+                "target": target,
+                **lease.perform(
+                    {"lease": LEASE, "target": target, "value": run_id, "duration_s": 600},
+                    idempotency_key=f"{run_id}:{target}",
+                    run_id=run_id,
+                ),
+            }
             for target in targets
         ]
 
@@ -240,8 +247,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument(option, required=True)
     args = parser.parse_args(argv)
     found = race(
-        args.url, str(UUID(args.run)), args.targets.split(","), Path(args.applied),
-        Path(args.ready), Path(args.go),
+        args.url,
+        str(UUID(args.run)),
+        args.targets.split(","),
+        Path(args.applied),
+        Path(args.ready),
+        Path(args.go),
     )
     print(json.dumps(found, default=str))
     return 0

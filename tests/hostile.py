@@ -95,7 +95,11 @@ def odd_values() -> st.SearchStrategy[Any]:
         ["\x00", "\ud800", "[/]", "[bold]x[/bold]", "<b>", "\x1b[2J"]
     )
     scalars = (
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | texts
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=True)
+        | texts
         | st.binary(max_size=8)
     )
     return st.recursive(
@@ -115,8 +119,13 @@ class HostileModule:
 
     def install(self, registry: Registry) -> None:
         module = registry.module(MODULE)
-        module.action(ACTION, perform=self._verb("perform"), revert=self._verb("revert"),
-                      reconcile=self._verb("reconcile"), budget_ms=2_000)
+        module.action(
+            ACTION,
+            perform=self._verb("perform"),
+            revert=self._verb("revert"),
+            reconcile=self._verb("reconcile"),
+            budget_ms=2_000,
+        )
         module.lease(LEASE, apply=self._verb("apply"), restore=self._verb("restore"))
 
     def script(self, run_id: UUID, verb: str, answer: Callable[[], Any]) -> None:
@@ -145,14 +154,40 @@ class HostileModule:
 
 
 def thing_spec(name: str = "hostile walk", **params: Any) -> dict[str, Any]:
-    return {"name": name, "phases": [{"id": "p", "advance": "manual", "steps": [
-        {"id": "s", "action": ACTION, "params": params}]}]}
+    return {
+        "name": name,
+        "phases": [
+            {
+                "id": "p",
+                "advance": "manual",
+                "steps": [{"id": "s", "action": ACTION, "params": params}],
+            }
+        ],
+    }
 
 
 def lease_spec(target: str, name: str = "hostile lease") -> dict[str, Any]:
-    return {"name": name, "phases": [{"id": "p", "advance": "manual", "steps": [
-        {"id": "l", "action": "core.lease",
-        "params": {"lease": LEASE, "target": target, "value": "storm", "duration_s": 600}}]}]}
+    return {
+        "name": name,
+        "phases": [
+            {
+                "id": "p",
+                "advance": "manual",
+                "steps": [
+                    {
+                        "id": "l",
+                        "action": "core.lease",
+                        "params": {
+                            "lease": LEASE,
+                            "target": target,
+                            "value": "storm",
+                            "duration_s": 600,
+                        },
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def every_run(rl: Runledger) -> list[UUID]:

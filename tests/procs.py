@@ -128,10 +128,22 @@ class Workers:
         with self.out(worker).open("wb") as out, self.err(worker).open("wb") as err:
             self.procs[worker] = subprocess.Popen(
                 [
-                    sys.executable, "-m", "tests.procs", command, "--worker", worker,
-                    "--ready", str(self.ready(worker)), "--go", str(self.go), *args,
+                    sys.executable,
+                    "-m",
+                    "tests.procs",
+                    command,
+                    "--worker",
+                    worker,
+                    "--ready",
+                    str(self.ready(worker)),
+                    "--go",
+                    str(self.go),
+                    *args,
                 ],
-                cwd=ROOT, env=env, stdout=out, stderr=err,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=err,
             )
 
     def ready(self, worker: str) -> Path:

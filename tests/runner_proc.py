@@ -146,10 +146,19 @@ class ScriptedWorld:
         return answer
 
     def _say(self, call: str, key: str, refs: list[str], outcome: str, **more: Any) -> None:
-        append_line(self.calls, {
-            "call": call, "key": key, "refs": refs, "outcome": outcome, "worker": self.worker,
-            "pid": os.getpid(), "t": time.time(), **more,
-        })
+        append_line(
+            self.calls,
+            {
+                "call": call,
+                "key": key,
+                "refs": refs,
+                "outcome": outcome,
+                "worker": self.worker,
+                "pid": os.getpid(),
+                "t": time.time(),
+                **more,
+            },
+        )
 
 
 class BeatingRunner(Runner):
@@ -234,10 +243,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     knobs = Knobs(
-        hang_perform=args.hang_perform, perform_ms=args.perform_ms, revert_ms=args.revert_ms,
-        resources=args.resources, perform_fail=args.perform_fail, revert_fail=args.revert_fail,
-        revert_terminal=args.revert_terminal, revert_partial=args.revert_partial,
-        seed=args.seed, epoch=args.epoch, outages=args.outage,
+        hang_perform=args.hang_perform,
+        perform_ms=args.perform_ms,
+        revert_ms=args.revert_ms,
+        resources=args.resources,
+        perform_fail=args.perform_fail,
+        revert_fail=args.revert_fail,
+        revert_terminal=args.revert_terminal,
+        revert_partial=args.revert_partial,
+        seed=args.seed,
+        epoch=args.epoch,
+        outages=args.outage,
     )
     registry = Registry()
     ScriptedWorld(args.calls, args.worker, knobs).register(registry, args.budget_ms)
@@ -247,9 +263,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ready is not None and args.go is not None:
             _await_go(args.ready, args.go, stop)
         runner = (
-            rl.runner(args.worker) if args.heartbeat is None
-            else BeatingRunner(rl.runs, rl.cleanup, rl.reconciler, args.worker,
-                               fleet=rl.fleet, loaded=rl.loaded, heartbeat=args.heartbeat)
+            rl.runner(args.worker)
+            if args.heartbeat is None
+            else BeatingRunner(
+                rl.runs,
+                rl.cleanup,
+                rl.reconciler,
+                args.worker,
+                fleet=rl.fleet,
+                loaded=rl.loaded,
+                heartbeat=args.heartbeat,
+            )
         )
         ticks = runner.run(args.interval, stop)
     seconds = round(time.monotonic() - started, 3)

@@ -63,8 +63,17 @@ def test_the_nth_failure_waits_the_nth_delay_stretched_by_at_most_the_jitter() -
 
 def test_an_entry_is_not_retryable_before_its_next_attempt() -> None:
     entry = Resource(
-        run_id=UUID(int=1), step="s", kind="creature", ref="c1", module="world",
-        action=SPAWN, idempotency_key="k", payload=None, member_key=None, until=None, at=at(0),
+        run_id=UUID(int=1),
+        step="s",
+        kind="creature",
+        ref="c1",
+        module="world",
+        action=SPAWN,
+        idempotency_key="k",
+        payload=None,
+        member_key=None,
+        until=None,
+        at=at(0),
     )
     entry.claim_revert("w1", at(0), at(10), 3)
     entry.fail_revert("w1", 1, "retry", "busy", at(1), next_attempt_at=at(6))
@@ -88,8 +97,12 @@ def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
         found = entry(rl, c1)
         seen.append((offset, world.reverts["k1"], found.attempts, status(rl, run)))
     assert seen == [
-        (0, 1, 1, "pending"), (4.9, 1, 1, "pending"), (5, 2, 2, "pending"),
-        (34.9, 2, 2, "pending"), (35, 3, 3, "incomplete"), (500, 3, 3, "incomplete"),
+        (0, 1, 1, "pending"),
+        (4.9, 1, 1, "pending"),
+        (5, 2, 2, "pending"),
+        (34.9, 2, 2, "pending"),
+        (35, 3, 3, "incomplete"),
+        (500, 3, 3, "incomplete"),
     ]
     assert entry(rl, c1).next_attempt is None
     # The audit replay implies what the console showed at each moment, back-off included.
@@ -98,7 +111,8 @@ def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
         assert rl.history.replay(run, as_of=as_of).cleanup_status == shown, offset
     failed = lines(rl, run, "cleanup.failed")
     assert [line.detail.get("next_attempt_at") for line in failed] == [
-        (start + timedelta(seconds=5)).isoformat(), (start + timedelta(seconds=35)).isoformat(),
+        (start + timedelta(seconds=5)).isoformat(),
+        (start + timedelta(seconds=35)).isoformat(),
         None,
     ]
 
@@ -112,8 +126,10 @@ def test_the_next_attempt_is_shown_beside_the_entry(
     rl.cleanup.sweep("w1")
     out = io.StringIO()
     show_runs(Console(file=out, width=200), rl, [run], with_log=True)
-    assert "creature:c1 failing, 1 attempt — the shard is busy; next attempt at 12:00:05 UTC" \
+    assert (
+        "creature:c1 failing, 1 attempt — the shard is busy; next attempt at 12:00:05 UTC"
         in out.getvalue()
+    )
 
 
 def test_a_person_asking_again_does_not_wait_for_the_back_off(
@@ -171,7 +187,8 @@ def test_a_drift_to_another_value_is_still_a_drift_and_a_later_ask_finds_it_rest
 ) -> None:
     current = {"value": "hail"}
     world.restore_answer = lambda baseline, expected, target: {
-        "drifted": True, "current": current["value"],
+        "drifted": True,
+        "current": current["value"],
     }
     run = rl.ledger.start_run("weather only")
     held = lease(rl, run)

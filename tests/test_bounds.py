@@ -30,9 +30,10 @@ Opener = Callable[..., Runledger]
 
 def many(steps: int, name: str = "festival", phases: int = 1) -> dict[str, Any]:
     per = steps // phases
-    return spec(*(
-        phase(f"p{p}", *(step(f"s{p}-{i}", SPAWN) for i in range(per))) for p in range(phases)
-    ), name=name)
+    return spec(
+        *(phase(f"p{p}", *(step(f"s{p}-{i}", SPAWN) for i in range(per))) for p in range(phases)),
+        name=name,
+    )
 
 
 def dispatched(game: Game) -> Counter[str]:
@@ -68,8 +69,9 @@ def test_a_spec_over_the_byte_cap_is_refused_in_one_sentence_and_nothing_is_writ
 def test_the_byte_cap_counts_bytes_not_characters(opened: Opener) -> None:
     rl = opened()
     # Each é is two bytes in UTF-8: under the cap in characters, over it in bytes.
-    document = json.dumps(spec(phase("p", step("s", SPAWN, note="é" * (MAX_SPEC_BYTES // 2)))),
-                          ensure_ascii=False)
+    document = json.dumps(
+        spec(phase("p", step("s", SPAWN, note="é" * (MAX_SPEC_BYTES // 2)))), ensure_ascii=False
+    )
     assert len(document) < MAX_SPEC_BYTES
     assert "at most 1,048,576 bytes" in refusal(rl, document)
 
@@ -130,9 +132,7 @@ def test_a_tick_dispatches_at_most_the_bound_overall(opened: Opener, game: Game)
     assert {row(rl, run).status for run in runs} == {"completed"}
 
 
-def test_runs_the_tick_did_not_reach_go_first_in_the_next_tick(
-    opened: Opener, game: Game
-) -> None:
+def test_runs_the_tick_did_not_reach_go_first_in_the_next_tick(opened: Opener, game: Game) -> None:
     # One run's worth per tick: were the order left to chance, five ticks would serve five
     # different runs about one time in twenty-six.
     rl = opened(steps_per_run_tick=3, steps_per_tick=3)
@@ -183,10 +183,24 @@ def test_the_bounds_are_settings_read_from_the_environment() -> None:
 
 
 def sandbox_spec(steps: int, name: str) -> str:
-    return json.dumps({"name": name, "phases": [{"id": "gather", "steps": [
-        {"id": f"s{i}", "action": "sandbox.spawn", "params": {"kind": "crow", "count": 1}}
-        for i in range(steps)
-    ]}]})
+    return json.dumps(
+        {
+            "name": name,
+            "phases": [
+                {
+                    "id": "gather",
+                    "steps": [
+                        {
+                            "id": f"s{i}",
+                            "action": "sandbox.spawn",
+                            "params": {"kind": "crow", "count": 1},
+                        }
+                        for i in range(steps)
+                    ],
+                }
+            ],
+        }
+    )
 
 
 def test_runledger_start_of_a_10000_step_spec_is_refused_in_one_sentence(tmp_path: Path) -> None:
@@ -195,8 +209,7 @@ def test_runledger_start_of_a_10000_step_spec_is_refused_in_one_sentence(tmp_pat
     done = run_cli("start", "huge.json", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stdout.strip() == (
-        "runledger: phases.0.steps: List should have at most 1000 items after validation, "
-        "not 10000"
+        "runledger: phases.0.steps: List should have at most 1000 items after validation, not 10000"
     )
     assert "Traceback" not in done.stdout + done.stderr
     assert "No runs yet." in run_cli("runs", cwd=tmp_path).stdout
@@ -216,8 +229,7 @@ def test_a_spec_at_the_cap_is_ticked_within_the_bounds_until_all_done(tmp_path: 
     assert run_cli("init", cwd=tmp_path).returncode == 0
     (tmp_path / "big.json").write_text(sandbox_spec(MAX_STEPS, "big"))
     (tmp_path / "small.json").write_text(sandbox_spec(150, "small"))
-    started = [run_cli("start", f"{name}.json", cwd=tmp_path, env=env)
-               for name in ("big", "small")]
+    started = [run_cli("start", f"{name}.json", cwd=tmp_path, env=env) for name in ("big", "small")]
     assert [s.returncode for s in started] == [0, 0], [s.stdout for s in started]
     big, small = (s.stdout.strip() for s in started)
     per_tick: list[Counter[str]] = []

@@ -41,7 +41,12 @@ def world(registry: Registry) -> World:
 
 
 def spawn(
-    rl: Runledger, run: UUID, refs: list[str], *, key: str = "k1", step: str = "spawn",
+    rl: Runledger,
+    run: UUID,
+    refs: list[str],
+    *,
+    key: str = "k1",
+    step: str = "spawn",
     action: str = SPAWN,
 ) -> list[UUID]:
     """A step that dispatched and named what it made."""
@@ -51,8 +56,14 @@ def spawn(
 
 def lease(rl: Runledger, run: UUID, target: str = "plaza", *, for_s: int = 3600) -> UUID:
     return rl.ledger.record_lease(
-        run, step="weather", module="world", lease_id="weather", target=target,
-        baseline="clear", applied="storm", until=rl.clock() + timedelta(seconds=for_s),
+        run,
+        step="weather",
+        module="world",
+        lease_id="weather",
+        target=target,
+        baseline="clear",
+        applied="storm",
+        until=rl.clock() + timedelta(seconds=for_s),
         idempotency_key=f"lease-{target}",
     )
 
@@ -62,14 +73,6 @@ def ended_run(rl: Runledger, refs: list[str], *, key: str = "k1") -> tuple[UUID,
     ids = spawn(rl, run, refs, key=key)
     rl.ledger.complete_run(run)
     return run, ids
-
-
-
-
-
-
-
-
 
 
 def answering(value: Any) -> Callable[[list[dict[str, Any]], str], Any]:
@@ -107,7 +110,10 @@ def test_three_attempts_are_three_real_calls_on_three_sweeps(
         rl.cleanup.sweep("w1")
         seen.append((world.reverts["k1"], entry(rl, c1).attempts, status(rl, run)))
     assert seen == [
-        (1, 1, "pending"), (2, 2, "pending"), (3, 3, "incomplete"), (3, 3, "incomplete"),
+        (1, 1, "pending"),
+        (2, 2, "pending"),
+        (3, 3, "incomplete"),
+        (3, 3, "incomplete"),
     ]
     assert entry(rl, c1).last_error == "the shard is busy"
 
@@ -134,7 +140,10 @@ def test_a_terminal_failure_shows_its_real_attempt_count_and_is_not_retried(
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
     assert (row.status, row.attempts, row.terminal, row.last_error) == (
-        "failing", 1, True, "the boss is dead",
+        "failing",
+        1,
+        True,
+        "the boss is dead",
     )
     assert world.reverts == {"k1": 1}
     assert status(rl, run) == "incomplete"
@@ -145,8 +154,20 @@ def test_a_terminal_failure_shows_its_real_attempt_count_and_is_not_retried(
 
 @pytest.mark.parametrize(
     "answer",
-    [None, [], "x", {"ok": "yes"}, {"ok": 1}, {"ok": True, "failed": "a"}, {}, 0, True,
-     {"ok": True, "failed": [1]}, {"drifted": "yes"}, {"ok": False, "retry": False}],
+    [
+        None,
+        [],
+        "x",
+        {"ok": "yes"},
+        {"ok": 1},
+        {"ok": True, "failed": "a"},
+        {},
+        0,
+        True,
+        {"ok": True, "failed": [1]},
+        {"drifted": "yes"},
+        {"ok": False, "retry": False},
+    ],
     ids=repr,
 )
 def test_a_malformed_revert_answer_is_a_retry_with_a_readable_error(
@@ -232,9 +253,7 @@ def test_refs_the_module_names_as_failed_fail_and_the_rest_are_reverted(
     assert status(rl, run) == "complete"
 
 
-def test_a_drift_is_not_retried_and_stays_visible(
-    rl: Runledger, world: World, clock: Any
-) -> None:
+def test_a_drift_is_not_retried_and_stays_visible(rl: Runledger, world: World, clock: Any) -> None:
     world.answer(SPAWN, answering({"drifted": True, "current": {"hp": 7}}))
     run, [c1] = ended_run(rl, ["c1"])
     summaries = rl.cleanup.sweep("w1")
@@ -261,7 +280,9 @@ def test_a_drifted_lease_is_left_alone_with_the_current_value(
     assert world.restores == {"plaza": 1}
     row = entry(rl, held)
     assert (row.status, row.drift_current, row.payload) == (
-        "drifted", "hail", {"baseline": "clear", "applied": "storm"},
+        "drifted",
+        "hail",
+        {"baseline": "clear", "applied": "storm"},
     )
     assert status(rl, run) == "incomplete"
 
@@ -321,7 +342,9 @@ def test_an_answer_that_says_both_ok_and_drifted_does_not_read_as_given_back(
     rl: Runledger, world: World, clock: Any
 ) -> None:
     world.restore_answer = lambda baseline, expected, target: {
-        "ok": True, "drifted": True, "current": "hail",
+        "ok": True,
+        "drifted": True,
+        "current": "hail",
     }
     run = rl.ledger.start_run("weather")
     held = lease(rl, run)
@@ -333,7 +356,8 @@ def test_an_answer_that_says_both_ok_and_drifted_does_not_read_as_given_back(
 
 def lease_spec(name: str) -> dict[str, Any]:
     step = {
-        "id": "storm", "action": "core.lease",
+        "id": "storm",
+        "action": "core.lease",
         "params": {"lease": "sky", "target": "plaza", "value": "storm", "duration_s": 600},
     }
     return {"name": name, "phases": [{"id": "p1", "advance": "manual", "steps": [step]}]}
@@ -346,8 +370,7 @@ def test_a_refused_lease_step_leaves_nothing_for_a_person_to_look_at(
     registry.module("sky").lease(
         "sky",
         apply=lambda target, value, run_id: {"ok": True, "baseline": "clear", "applied": value},
-        restore=lambda baseline, expected, run_id, target: restores.append(target)
-        or {"ok": True},
+        restore=lambda baseline, expected, run_id, target: restores.append(target) or {"ok": True},
     )
     holder = rl.runs.start(lease_spec("holder"))
     rl.runs.advance_leg("w1")
@@ -369,9 +392,9 @@ def test_a_lease_step_whose_answer_was_lost_is_restored_from_its_reservation(
     registry.module("sky").lease(
         "sky",
         apply=lambda target, value, run_id: {"ok": True, "baseline": "clear", "applied": value},
-        restore=lambda baseline, expected, run_id, target: restores.append(
-            (baseline, expected, target)
-        ) or {"ok": True},
+        restore=lambda baseline, expected, run_id, target: (
+            restores.append((baseline, expected, target)) or {"ok": True}
+        ),
     )
     spec = lease_spec("lost")
     run = rl.runs.start(spec)
@@ -410,8 +433,8 @@ def test_one_revert_call_gives_back_everything_one_step_made(
 ) -> None:
     calls: list[tuple[list[str], str]] = []
     world.answer(
-        SPAWN, lambda resources, key: calls.append(([r["ref"] for r in resources], key))
-        or {"ok": True},
+        SPAWN,
+        lambda resources, key: calls.append(([r["ref"] for r in resources], key)) or {"ok": True},
     )
     refs = [f"c{n}" for n in range(6)]
     run = rl.ledger.start_run("horde")
@@ -436,23 +459,24 @@ def test_each_call_writes_one_line_naming_its_resources(
     rl.cleanup.sweep("w1")
     calls = lines(rl, run, "cleanup.reverted")
     assert sorted(tuple(c.detail["resources"]) for c in calls) == [
-        ("creature:c1", "creature:c2"), ("creature:d1",), ("override:weather#plaza",),
+        ("creature:c1", "creature:c2"),
+        ("creature:d1",),
+        ("override:weather#plaza",),
     ]
     assert {(c.detail["outcome"], c.detail["attempt"], c.detail["by"]) for c in calls} == {
         ("done", 1, "w1"),
     }
 
 
-def test_a_failing_call_line_says_what_went_wrong(
-    rl: Runledger, world: World, clock: Any
-) -> None:
+def test_a_failing_call_line_says_what_went_wrong(rl: Runledger, world: World, clock: Any) -> None:
     world.answer(SPAWN, throw)
     run, _ = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w1")
     calls = lines(rl, run, "cleanup.failed")
     assert [(c.detail["attempt"], c.detail["outcome"]) for c in calls] == [
-        (1, "retry"), (2, "retry"),
+        (1, "retry"),
+        (2, "retry"),
     ]
     assert all("RuntimeError" in c.detail["error"] for c in calls)
 
@@ -508,12 +532,13 @@ def test_cancel_without_cleanup_keeps_everything_in_the_persons_name(
     [kept] = lines(rl, run, "cleanup.kept")
     assert kept.detail == {"by": "alice", "resources": 4}
     kept_events = [
-        e for i in [*ids, held, waiting] for e in rl.app.events.get(i)
-        if type(e).__name__ == "Kept"
+        e for i in [*ids, held, waiting] for e in rl.app.events.get(i) if type(e).__name__ == "Kept"
     ]
     assert [e.by for e in kept_events] == ["alice"] * 4
     assert not [
-        e for i in [*ids, held, waiting] for e in rl.app.events.get(i)
+        e
+        for i in [*ids, held, waiting]
+        for e in rl.app.events.get(i)
         if type(e).__name__ in ("RevertClaimed", "RevertFailed")
     ]
     ran = rl.queries.run(run, rl.clock(), 3)

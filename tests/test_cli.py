@@ -23,7 +23,12 @@ def run_cli(
     environ.update(env or {})
     environ["COLUMNS"] = "200"
     return subprocess.run(
-        [*RUNLEDGER, *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120,
+        [*RUNLEDGER, *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
         errors="backslashreplace",  # bytes that are not UTF-8 stay visible to the assertions
     )
 
@@ -45,14 +50,21 @@ def statuses(folder: Path) -> list[tuple[str, str]]:
     """(name, status) of every run ``runs`` lists, newest first."""
     listed = run_cli("runs", "--limit", "100", cwd=folder)
     assert listed.returncode == 0, listed.stdout
-    rows = [[cell.strip() for cell in line.split("│")[1:-1]]
-            for line in listed.stdout.splitlines() if line.startswith("│")]
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in listed.stdout.splitlines()
+        if line.startswith("│")
+    ]
     return [(cells[0], cells[1]) for cells in rows if len(cells) > 1]
 
 
 DEMO_RUNS = ("Harvest festival", "Night market", "Parade", "Duel at dusk")
-DEMO_ENDS = [("Harvest festival", "completed"), ("Night market", "completed"),
-             ("Parade", "cancelled"), ("Duel at dusk", "aborted")]
+DEMO_ENDS = [
+    ("Harvest festival", "completed"),
+    ("Night market", "completed"),
+    ("Parade", "cancelled"),
+    ("Duel at dusk", "aborted"),
+]
 
 
 @pytest.mark.slow
@@ -113,11 +125,30 @@ def test_the_demo_says_why_when_somebody_else_holds_the_north_and_leaves_nothing
     tmp_path: Path,
 ) -> None:
     assert run_cli("init", cwd=tmp_path).returncode == 0
-    mine = start_spec(tmp_path, {"name": "my storm", "phases": [
-        {"id": "hold", "advance": "manual", "steps": [
-            {"id": "storm", "action": "core.lease", "params": {
-                "lease": "sandbox.weather", "target": "north", "value": "hail",
-                "duration_s": 3600}}]}]})
+    mine = start_spec(
+        tmp_path,
+        {
+            "name": "my storm",
+            "phases": [
+                {
+                    "id": "hold",
+                    "advance": "manual",
+                    "steps": [
+                        {
+                            "id": "storm",
+                            "action": "core.lease",
+                            "params": {
+                                "lease": "sandbox.weather",
+                                "target": "north",
+                                "value": "hail",
+                                "duration_s": 3600,
+                            },
+                        }
+                    ],
+                }
+            ],
+        },
+    )
     assert run_cli("tick", cwd=tmp_path).returncode == 0
     done = run_cli("demo", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

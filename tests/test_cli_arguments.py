@@ -47,8 +47,22 @@ def test_hostile_arguments_to_every_command_never_end_in_a_traceback(
 ) -> None:
     env = {"RUNLEDGER_DATABASE_URL": store_url}
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"name": "kept safe", "phases": [{"id": "p", "advance": "manual",
-        "steps": [{"id": "s", "action": "sandbox.spawn", "params": {"kind": "crow"}}]}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "kept safe",
+                "phases": [
+                    {
+                        "id": "p",
+                        "advance": "manual",
+                        "steps": [
+                            {"id": "s", "action": "sandbox.spawn", "params": {"kind": "crow"}}
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     started = run_cli("start", str(spec), cwd=tmp_path, env=env)
     assert started.returncode == 0, started.stdout + started.stderr
     run = started.stdout.strip().splitlines()[-1]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.test_cli import run_cli
 
-MODULE_CODE = textwrap.dedent('''
+MODULE_CODE = textwrap.dedent("""
     class Unprintable(Exception):
         def __str__(self):
             raise RuntimeError("no message")
@@ -47,7 +47,7 @@ MODULE_CODE = textwrap.dedent('''
 
     def register(ctx):
         ctx.action("hostile.thing", perform=perform, revert=revert, budget_ms=2000)
-''')
+""")
 
 
 @pytest.fixture
@@ -59,8 +59,7 @@ def env(tmp_path: Path, store_url: str) -> dict[str, str]:
         encoding="utf-8",
     )
     (folder / "code.py").write_text(MODULE_CODE, encoding="utf-8")
-    return {"RUNLEDGER_DATABASE_URL": store_url,
-            "RUNLEDGER_MODULES_DIR": str(tmp_path / "modules")}
+    return {"RUNLEDGER_DATABASE_URL": store_url, "RUNLEDGER_MODULES_DIR": str(tmp_path / "modules")}
 
 
 def cli(tmp_path: Path, env: dict[str, str], *args: str, code: int = 0) -> str:
@@ -72,8 +71,12 @@ def cli(tmp_path: Path, env: dict[str, str], *args: str, code: int = 0) -> str:
 
 
 def start(tmp_path: Path, env: dict[str, str], name: str, **params: Any) -> str:
-    spec = {"name": name, "phases": [{"id": "p", "steps": [
-        {"id": "s", "action": "hostile.thing", "params": params}]}]}
+    spec = {
+        "name": name,
+        "phases": [
+            {"id": "p", "steps": [{"id": "s", "action": "hostile.thing", "params": params}]}
+        ],
+    }
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(spec), encoding="utf-8")
     return cli(tmp_path, env, "start", str(path)).strip().splitlines()[-1]
@@ -94,8 +97,11 @@ def test_case_1_a_nan_in_a_spec_is_refused_and_a_nan_in_an_answer_is_a_retry(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     spec = tmp_path / "nan.json"
-    spec.write_text('{"name": "n", "phases": [{"id": "p", "steps": [{"id": "s", '
-                    '"action": "hostile.thing", "params": {"note": NaN}}]}]}', encoding="utf-8")
+    spec.write_text(
+        '{"name": "n", "phases": [{"id": "p", "steps": [{"id": "s", '
+        '"action": "hostile.thing", "params": {"note": NaN}}]}]}',
+        encoding="utf-8",
+    )
     refused = cli(tmp_path, env, "start", str(spec), code=2)
     assert "phases.0.steps.0.params.note: nan is not a number a ledger can store" in refused
     run = start(tmp_path, env, "nan-answer", perform="nan-payload")
@@ -109,10 +115,14 @@ def test_case_2_nul_and_surrogates_never_stop_a_store_and_a_module_s_error_stays
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     spec = tmp_path / "nul.json"
-    spec.write_text('{"name": "a\\u0000b", "phases": [{"id": "p", "steps": [{"id": "s", '
-                    '"action": "hostile.thing"}]}]}', encoding="utf-8")
+    spec.write_text(
+        '{"name": "a\\u0000b", "phases": [{"id": "p", "steps": [{"id": "s", '
+        '"action": "hostile.thing"}]}]}',
+        encoding="utf-8",
+    )
     assert "name: a text must not contain the NUL character" in cli(
-        tmp_path, env, "start", str(spec), code=2)
+        tmp_path, env, "start", str(spec), code=2
+    )
     nul = start(tmp_path, env, "nul-error", revert="nul-error")
     surrogate = start(tmp_path, env, "surrogate-error", revert="surrogate-error")
     cli(tmp_path, env, "tick")
@@ -125,8 +135,10 @@ def test_case_2_nul_and_surrogates_never_stop_a_store_and_a_module_s_error_stays
 def test_case_4_answers_that_make_judging_raise_record_a_verdict_and_a_readable_error(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
-    runs = {how: start(tmp_path, env, how, revert=how)
-            for how in ("unprintable", "treacherous", "coroutine")}
+    runs = {
+        how: start(tmp_path, env, how, revert=how)
+        for how in ("unprintable", "treacherous", "coroutine")
+    }
     cli(tmp_path, env, "tick")
     for how, run in runs.items():
         shown = cli(tmp_path, env, "log", run)

@@ -129,7 +129,8 @@ def test_an_expiry_landing_while_a_revert_is_out_keeps_the_other_entries_verdict
     assert status is not None and status.cleanup_status == "complete"
     calls = [line for line in rl.queries.log(run) if line.kind.startswith("cleanup.")]
     assert [(c.kind, c.detail.get("resources")) for c in calls] == [
-        ("cleanup.reverted", ["creature:c2"]), ("cleanup.swept", None),
+        ("cleanup.reverted", ["creature:c2"]),
+        ("cleanup.swept", None),
     ]
 
 

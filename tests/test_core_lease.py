@@ -39,27 +39,23 @@ def rl(opened: Opener) -> Runledger:
     return opened()
 
 
-
-
-
-
 def leases(rl: Runledger, run: UUID) -> list[EntryRow]:
     rl.projector.catch_up()
     return [e for e in rl.queries.entries(run) if e.kind == "override"]
-
-
-
-
 
 
 def holding(
     target: str = "plaza", value: Any = "storm", duration_s: float = 3600
 ) -> dict[str, Any]:
     """A run that leases a target, then waits in its manual phase for a person to end it."""
-    return spec(phase(
-        "p1", lease_step("weather", target, value, duration_s), step("guard", SPAWN),
-        advance="manual",
-    ))
+    return spec(
+        phase(
+            "p1",
+            lease_step("weather", target, value, duration_s),
+            step("guard", SPAWN),
+            advance="manual",
+        )
+    )
 
 
 def finish(rl: Runledger, run: UUID) -> None:
@@ -104,8 +100,12 @@ def test_the_bound_holds_at_dispatch_too(opened: Opener, game: Game) -> None:
 
 
 def test_an_unknown_lease_is_refused_at_start_and_at_dispatch(rl: Runledger, game: Game) -> None:
-    document = spec(phase("p1", step("fog", "core.lease", lease="fog", target="plaza",
-                                     value="thick", duration_s=60)))
+    document = spec(
+        phase(
+            "p1",
+            step("fog", "core.lease", lease="fog", target="plaza", value="thick", duration_s=60),
+        )
+    )
     before = written(rl)
     with pytest.raises(BadRequest) as refused:
         rl.runs.start(document)
@@ -114,10 +114,10 @@ def test_an_unknown_lease_is_refused_at_start_and_at_dispatch(rl: Runledger, gam
     run = rl.ledger.start_run("by hand")
     answer = rl.runs.core_lease.perform(
         {"lease": "fog", "target": "plaza", "value": "thick", "duration_s": 60},
-        idempotency_key=f"{run}:fog", run_id=str(run),
+        idempotency_key=f"{run}:fog",
+        run_id=str(run),
     )
-    assert answer == {"ok": False, "retry": False,
-                      "error": 'no module registers the lease "fog"'}
+    assert answer == {"ok": False, "retry": False, "error": 'no module registers the lease "fog"'}
     assert game.applies == {}
 
 
@@ -196,9 +196,11 @@ def test_a_target_stays_held_until_the_holders_lease_is_given_back_so_the_baseli
     second = rl.runs.start(holding(value="snow"))
     # One tick: the advance leg asks before the cleanup leg restores the first run's lease.
     tick(rl)
-    assert the_step(rl, second, "weather").last_error == held_message(
-        "plaza", first, "2026-12-02 12:01:00"
-    ) + "; its lease has not been given back yet"
+    assert (
+        the_step(rl, second, "weather").last_error
+        == held_message("plaza", first, "2026-12-02 12:01:00")
+        + "; its lease has not been given back yet"
+    )
     assert game.values == {"plaza": "clear"}
     tick(rl)
     [held] = leases(rl, second)
@@ -280,10 +282,12 @@ def test_a_lease_someone_else_changed_is_left_alone_and_reads_drifted(
 def test_a_run_that_leases_one_target_twice_never_leaves_its_own_override_behind(
     rl: Runledger, game: Game, clock: Clock
 ) -> None:
-    run = rl.runs.start(spec(
-        phase("p1", lease_step("storm", "plaza", "storm")),
-        phase("p2", lease_step("rain", "plaza", "rain")),
-    ))
+    run = rl.runs.start(
+        spec(
+            phase("p1", lease_step("storm", "plaza", "storm")),
+            phase("p2", lease_step("rain", "plaza", "rain")),
+        )
+    )
     for _ in range(4):  # enough for p2's step to succeed, or to be refused three times
         tick(rl)
         clock.advance(10)
@@ -297,8 +301,11 @@ def test_a_lease_whose_ref_cannot_be_ledgered_never_leaves_its_override_in_the_w
 ) -> None:
     lease, target = "weather-" + "x" * 80, "t" * 120
     game.install_lease(registry, "far", lease)
-    document = spec(phase("p1", step("w", "core.lease", lease=lease, target=target,
-                                     value="storm", duration_s=60)))
+    document = spec(
+        phase(
+            "p1", step("w", "core.lease", lease=lease, target=target, value="storm", duration_s=60)
+        )
+    )
     try:
         run = rl.runs.start(document)
     except BadRequest as refused:
@@ -330,12 +337,31 @@ def race(
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for number, run in enumerate(runs):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "tests.game", "race", "--url", url, "--run", str(run),
-                 "--ready", str(folder / f"ready-{number}"), "--go", str(go),
-                 "--applied", str(applied), "--targets", ",".join(targets)],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            ))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "tests.game",
+                        "race",
+                        "--url",
+                        url,
+                        "--run",
+                        str(run),
+                        "--ready",
+                        str(folder / f"ready-{number}"),
+                        "--go",
+                        str(go),
+                        "--applied",
+                        str(applied),
+                        "--targets",
+                        ",".join(targets),
+                    ],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
         deadline = time.monotonic() + 60
         while not all((folder / f"ready-{n}").exists() for n in range(len(runs))):
             dead = [p.returncode for p in procs if p.poll() is not None]

@@ -57,12 +57,26 @@ class Runners:
 
     def start(self, worker: str, *knobs: str) -> None:
         # The walks are about kills, not waiting: short retry delays unless the caller set some.
-        env = {"EVENT_RETRY_DELAYS_S": "0.2,0.5", **os.environ, "POSTGRES_POOL_SIZE": "2",
-               "POSTGRES_MAX_OVERFLOW": "4"}
+        env = {
+            "EVENT_RETRY_DELAYS_S": "0.2,0.5",
+            **os.environ,
+            "POSTGRES_POOL_SIZE": "2",
+            "POSTGRES_MAX_OVERFLOW": "4",
+        }
         command = [
-            sys.executable, str(RUNNER), "--url", self.url, "--worker", worker,
-            "--calls", str(self.calls), "--interval", "0.02",
-            "--heartbeat", str(self.heartbeat(worker)), *knobs,
+            sys.executable,
+            str(RUNNER),
+            "--url",
+            self.url,
+            "--worker",
+            worker,
+            "--calls",
+            str(self.calls),
+            "--interval",
+            "0.02",
+            "--heartbeat",
+            str(self.heartbeat(worker)),
+            *knobs,
         ]
         # Files, not pipes: nobody reads a pipe while the runner works, and a full one blocks it.
         with self._out(worker).open("wb") as out, self._err(worker).open("wb") as err:
@@ -100,7 +114,8 @@ class Runners:
         started = time.monotonic()
         while not done():
             dead = {
-                w: p.returncode for w, p in self.procs.items()
+                w: p.returncode
+                for w, p in self.procs.items()
                 if p.returncode is None and p.poll() is not None
             }
             if dead:
@@ -164,10 +179,13 @@ def spec(name: str, *phases: Phase) -> dict[str, Any]:
         "name": name,
         "phases": [
             {
-                "id": f"p{number}", "advance": "auto", "after_s": 0,
+                "id": f"p{number}",
+                "advance": "auto",
+                "after_s": 0,
                 "steps": [
                     {
-                        "id": step, "action": ACTION,
+                        "id": step,
+                        "action": ACTION,
                         "params": {"count": params} if isinstance(params, int) else params,
                     }
                     for step, params in steps.items()
@@ -258,9 +276,7 @@ def test_a_dispatch_killed_while_its_perform_hangs_is_reclaimed_under_the_same_k
     placeholders = [e for e in rl.queries.entries(run_id) if e.kind == PLACEHOLDER_KIND]
     assert [(p.entry_id, p.status) for p in placeholders] == [(placeholder_id, "superseded")]
     assert names(found[placeholder_id]) == ["Recorded", "Superseded"]
-    assert all(
-        names(found[e]) == ["Recorded", "RevertClaimed", "Reverted"] for e in named_ids
-    )
+    assert all(names(found[e]) == ["Recorded", "RevertClaimed", "Reverted"] for e in named_ids)
     (row,) = run_rows(rl, [run_id])
     assert (row.status, row.cleanup_status, row.entries) == ("completed", "complete", 4)
 
@@ -361,8 +377,9 @@ def test_a_runner_frozen_past_its_claims_records_no_verdict_over_the_runner_that
     found = histories(rl)
     named = [e for e in rl.queries.entries(run_id) if e.kind != PLACEHOLDER_KIND]
     assert len(named) == 4
-    r1_calls = [c for c in read_calls(runners.calls)
-                if c["worker"] == "r1" and c["call"] == "revert"]
+    r1_calls = [
+        c for c in read_calls(runners.calls) if c["worker"] == "r1" and c["call"] == "revert"
+    ]
     frozen = set(r1_calls[0]["refs"])  # the group whose call was out when r1 was stopped
     assert len(frozen) == 2
     for entry in named:
@@ -376,8 +393,10 @@ def test_a_runner_frozen_past_its_claims_records_no_verdict_over_the_runner_that
     (row,) = run_rows(rl, [run_id])
     assert row.cleanup_status == "complete"
     assert not [
-        line for line in rl.queries.log(run_id)
-        if line.kind.startswith("cleanup.") and line.kind != "cleanup.swept"
+        line
+        for line in rl.queries.log(run_id)
+        if line.kind.startswith("cleanup.")
+        and line.kind != "cleanup.swept"
         and line.detail["by"] == "r1"
     ]
     # The resumed runner finishes the call it was frozen in (a claim is exclusive only for the
@@ -413,7 +432,8 @@ def random_specs(count: int, seed: int) -> list[dict[str, Any]]:
 def visibly_unresolved(entry: EntryRow, row: RunRow, max_attempts: int) -> bool:
     """Left for a person, and saying so: an incomplete run, an error, no automatic retry left."""
     return (
-        row.cleanup_status == "incomplete" and bool(entry.last_error)
+        row.cleanup_status == "incomplete"
+        and bool(entry.last_error)
         and (entry.terminal or entry.attempts >= max_attempts)
     )
 
@@ -425,8 +445,19 @@ def test_parallel_runners_over_two_hundred_runs_dispatch_nothing_twice_nor_give_
     specs = random_specs(200, seed=8)
     runs = [rl.runs.start(s) for s in specs]
     outcomes = (
-        "--perform-fail", "0.35", "--perform-ms", "20", "--revert-fail", "0.25",
-        "--revert-terminal", "0.03", "--revert-partial", "0.1", "--seed", "8", *QUICK,
+        "--perform-fail",
+        "0.35",
+        "--perform-ms",
+        "20",
+        "--revert-fail",
+        "0.25",
+        "--revert-terminal",
+        "0.03",
+        "--revert-partial",
+        "0.1",
+        "--seed",
+        "8",
+        *QUICK,
     )
     for worker in ("r1", "r2", "r3"):
         runners.start(worker, *outcomes)
@@ -507,9 +538,7 @@ def test_a_run_cancelled_while_a_step_is_in_flight_still_gives_back_what_that_st
     found = histories(rl)
     assert [s.attempt for s in of_type(found[step_id], Step.Succeeded)] == [1]
     assert names(found[placeholder_id]) == ["Recorded", "RevertClaimed", "Reverted"]
-    assert all(
-        names(found[e]) == ["Recorded", "RevertClaimed", "Reverted"] for e in named_ids
-    )
+    assert all(names(found[e]) == ["Recorded", "RevertClaimed", "Reverted"] for e in named_ids)
     (row,) = run_rows(rl, [run_id])
     assert (row.status, row.cleanup_status, row.entries) == ("cancelled", "complete", 3)
 

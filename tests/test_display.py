@@ -44,8 +44,11 @@ def test_a_value_that_cannot_describe_itself_is_still_shown() -> None:
 
 
 def test_json_text_is_valid_json_for_nan_infinity_and_what_json_has_no_word_for() -> None:
-    found = json.loads(json_text({"n": float("nan"), "i": [float("inf"), -float("inf")],
-                                  1: {2}, "o": object(), "s": RED}))
+    found = json.loads(
+        json_text(
+            {"n": float("nan"), "i": [float("inf"), -float("inf")], 1: {2}, "o": object(), "s": RED}
+        )
+    )
     assert found["n"] is None and found["i"] == [None, None] and found["1"] == [2]
     assert found["o"].startswith("<object object") and found["s"] == RED
     assert "NaN" not in json_text(float("nan")) and "Infinity" not in json_text(float("inf"))

@@ -36,9 +36,17 @@ def at(seconds: float) -> datetime:
 
 def named(kind: str = "creature", ref: str = "c1", **extra: Any) -> Resource:
     fields: dict[str, Any] = {
-        "run_id": RUN, "step": "spawn", "kind": kind, "ref": ref, "module": "world",
-        "action": "world.spawn", "idempotency_key": "k1", "payload": None, "member_key": None,
-        "until": None, "at": T0,
+        "run_id": RUN,
+        "step": "spawn",
+        "kind": kind,
+        "ref": ref,
+        "module": "world",
+        "action": "world.spawn",
+        "idempotency_key": "k1",
+        "payload": None,
+        "member_key": None,
+        "until": None,
+        "at": T0,
     }
     return Resource(**(fields | extra))
 
@@ -87,9 +95,13 @@ def replayed(entry: Resource) -> Resource:
 
 def state_of(entry: Resource) -> dict[str, Any]:
     return {
-        "state": entry.state, "attempts": entry.attempts, "terminal": entry.terminal,
-        "claim_worker": entry.claim_worker, "claim_expires_at": entry.claim_expires_at,
-        "last_error": entry.last_error, "drift_current": entry.drift_current,
+        "state": entry.state,
+        "attempts": entry.attempts,
+        "terminal": entry.terminal,
+        "claim_worker": entry.claim_worker,
+        "claim_expires_at": entry.claim_expires_at,
+        "last_error": entry.last_error,
+        "drift_current": entry.drift_current,
         "version": entry.version,
     }
 
@@ -144,9 +156,7 @@ def test_a_live_entry_with_no_attempts_is_retryable() -> None:
         pytest.param(lambda e: failed(e, mode="terminal"), id="terminally-failed"),
         pytest.param(lambda e: e.keep("alice", T0) or e, id="kept"),
         pytest.param(lambda e: e.expire("deadline", T0) or e, id="expired"),
-        pytest.param(
-            lambda e: claimed(e).mark_reverted("w1", 1, at(1)) or e, id="reverted"
-        ),
+        pytest.param(lambda e: claimed(e).mark_reverted("w1", 1, at(1)) or e, id="reverted"),
     ],
 )
 def test_an_entry_is_not_retryable_when(make: Any) -> None:
@@ -175,7 +185,9 @@ def test_a_superseded_placeholder_is_resolved_and_not_retryable() -> None:
     entry = placeholder()
     entry.supersede(at(1))
     assert (entry.state, entry.unresolved, entry.retryable(at(2), MAX)) == (
-        "superseded", False, False,
+        "superseded",
+        False,
+        False,
     )
 
 
@@ -247,7 +259,10 @@ def test_the_claim_holder_reverts_and_the_claim_is_released() -> None:
     entry.mark_reverted("w1", 1, at(1))
     assert new_events(entry) == ["Reverted"]
     assert (entry.state, entry.unresolved, entry.claim_worker, entry.claim_expires_at) == (
-        "reverted", False, None, None,
+        "reverted",
+        False,
+        None,
+        None,
     )
 
 
@@ -292,7 +307,9 @@ def test_a_verdict_cannot_be_given_twice() -> None:
 def test_a_retry_failure_keeps_the_error_and_releases_the_claim() -> None:
     entry = failed(named())
     assert (entry.state, entry.terminal, entry.last_error) == (
-        "failing", False, "the shard said no",
+        "failing",
+        False,
+        "the shard said no",
     )
     assert entry.claim_worker is None and entry.retryable(at(2), MAX)
 
@@ -383,7 +400,9 @@ def test_orphan_leaves_the_entry_unresolved_with_the_reason() -> None:
     entry = named()
     entry.orphan("no longer in force", T0)
     assert (entry.state, entry.last_error, entry.unresolved) == (
-        "orphaned", "no longer in force", True,
+        "orphaned",
+        "no longer in force",
+        True,
     )
 
 
@@ -430,7 +449,10 @@ def test_only_a_placeholder_can_be_superseded() -> None:
 def test_a_lease_is_a_named_entry_of_kind_override() -> None:
     lease = named(kind=LEASE_KIND, ref="weather#plaza", until=at(60))
     assert (lease.is_lease, lease.is_placeholder, lease.state, lease.until) == (
-        True, False, "live", at(60),
+        True,
+        False,
+        "live",
+        at(60),
     )
 
 
@@ -451,7 +473,8 @@ def test_a_run_ends_once(end: Any, status: str) -> None:
     end(run)
     assert (run.status, run.is_terminal, run.ended_at) == (status, True, at(1))
     for again in (
-        lambda: run.complete(at(2)), lambda: run.cancel("bob", True, at(2)),
+        lambda: run.complete(at(2)),
+        lambda: run.cancel("bob", True, at(2)),
         lambda: run.abort("again", at(2)),
     ):
         with pytest.raises(RunNotRunning):
@@ -484,6 +507,7 @@ def test_a_run_keeps_the_id_it_was_given() -> None:
 def test_cleanup_status_follows_the_spec_table(
     running: bool, entries: int, unresolved: int, open_: int, expected: str
 ) -> None:
-    assert cleanup_status(
-        running=running, entries=entries, unresolved=unresolved, open_=open_
-    ) == expected
+    assert (
+        cleanup_status(running=running, entries=entries, unresolved=unresolved, open_=open_)
+        == expected
+    )

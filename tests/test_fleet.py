@@ -54,8 +54,9 @@ def serving(rl: Runledger) -> Serving:
 
 def heartbeats(rl: Runledger) -> list[tuple[str, float]]:
     with rl.backend.transaction(commit=False) as cursor:
-        cursor.execute(rl.backend.sql(
-            "SELECT runner_id, beat_at FROM {rl_heartbeats} ORDER BY runner_id"))
+        cursor.execute(
+            rl.backend.sql("SELECT runner_id, beat_at FROM {rl_heartbeats} ORDER BY runner_id")
+        )
         return [(row["runner_id"], row["beat_at"]) for row in cursor.fetchall()]
 
 
@@ -78,7 +79,11 @@ def test_a_runner_records_the_modules_of_what_was_registered_on_its_registry(
     rl.runner("w1").once()
     info = listed(rl)["w1"]
     assert (info.modules, info.actions, info.leases, info.state) == (
-        (MODULE,), (SPAWN,), (LEASE,), "stopped")
+        (MODULE,),
+        (SPAWN,),
+        (LEASE,),
+        "stopped",
+    )
 
 
 def test_a_runner_that_stops_beating_is_gone_after_the_bound_and_serves_nothing(
@@ -118,8 +123,9 @@ def test_serving_is_the_union_of_what_the_live_runners_loaded(
     rl.fleet.join("b", ["sandbox", MODULE], ["sandbox.spawn", SPAWN], [])
     rl.fleet.leave(rl.fleet.join("left", ["quit"], ["quit.it"], ["quit.lease"]))
     found = serving(rl)
-    assert found == Serving(frozenset({MODULE, "sandbox"}), frozenset({SPAWN, "sandbox.spawn"}),
-                            frozenset({LEASE}))
+    assert found == Serving(
+        frozenset({MODULE, "sandbox"}), frozenset({SPAWN, "sandbox.spawn"}), frozenset({LEASE})
+    )
     assert found.serves_action("sandbox.spawn") and not found.serves_action("redis.set")
     assert found.serves_lease(LEASE) and not found.serves_lease("quit.lease")
     assert found.serves_module("sandbox") and not found.serves_module("redis")
@@ -171,14 +177,19 @@ def test_a_runner_beats_every_tick_and_leaves_when_stopped_or_interrupted(
     try:
         for _ in range(3):  # each beat moves the row to the clock's time of that tick
             clock.advance(10)
-            _until(lambda: listed(rl).get("steady") is not None
-                   and listed(rl)["steady"].last_beat == clock.now)
+            _until(
+                lambda: (
+                    listed(rl).get("steady") is not None
+                    and listed(rl)["steady"].last_beat == clock.now
+                )
+            )
     finally:
         stop.set()
         thread.join(10)
     assert listed(rl)["steady"].state == "stopped" and runner.runner_id is None
-    crashing = Crashing(rl.runs, rl.cleanup, rl.reconciler, "crashing", fleet=rl.fleet,
-                        loaded=rl.loaded)
+    crashing = Crashing(
+        rl.runs, rl.cleanup, rl.reconciler, "crashing", fleet=rl.fleet, loaded=rl.loaded
+    )
     with pytest.raises(KeyboardInterrupt):
         crashing.run(0.0, threading.Event())
     assert listed(rl)["crashing"].state == "stopped"

@@ -53,8 +53,13 @@ def test_a_runner_process_is_live_while_it_ticks_and_stopped_after_sigterm(
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     env["RUNLEDGER_DATABASE_URL"] = store_url
     with (tmp_path / "runner.out").open("wb") as out:
-        proc = subprocess.Popen([*RUNLEDGER, "runner", "--interval", "0.1", "--worker", "proc"],
-                                cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*RUNLEDGER, "runner", "--interval", "0.1", "--worker", "proc"],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         with bootstrap(Settings(database_url=store_url), Registry()) as rl:
             deadline = time.monotonic() + 60

@@ -61,7 +61,8 @@ def test_a_runner_missing_a_module_leaves_the_run_to_the_runner_that_has_it(
 
 
 def test_with_no_live_runner_serving_it_a_step_waits_its_back_off_and_a_returning_runner_ends_it(
-    stores: tuple[Game, Open, Open], clock: Clock,
+    stores: tuple[Game, Open, Open],
+    clock: Clock,
 ) -> None:
     game, open_full, open_bare = stores
     full, bare = open_full(**SLOW), open_bare(**SLOW)
@@ -71,7 +72,9 @@ def test_with_no_live_runner_serving_it_a_step_waits_its_back_off_and_a_returnin
     lacking.tick()
     boss = the_step(bare, run, "boss")
     assert (boss.attempts, boss.last_error, boss.state) == (
-        1, f"no live runner serves {SPAWN}", "waiting",
+        1,
+        f"no live runner serves {SPAWN}",
+        "waiting",
     )
     clock.advance(4.9)
     lacking.tick()
@@ -91,7 +94,8 @@ def test_with_no_live_runner_serving_it_a_step_waits_its_back_off_and_a_returnin
 
 
 def test_with_no_live_runner_ever_serving_it_the_last_attempt_names_the_missing_action(
-    stores: tuple[Game, Open, Open], clock: Clock,
+    stores: tuple[Game, Open, Open],
+    clock: Clock,
 ) -> None:
     _, open_full, open_bare = stores
     full, bare = open_full(**SLOW), open_bare(**SLOW)
@@ -107,8 +111,9 @@ def test_with_no_live_runner_ever_serving_it_the_last_attempt_names_the_missing_
     found = row(bare, run)
     assert found.status == "aborted"
     assert found.end_reason == f'step boss failed 3 times: no module registers "{SPAWN}"'
-    failures = [e for e in bare.app.events.get(Step.create_id(run, "boss"))
-                if isinstance(e, Step.Failed)]
+    failures = [
+        e for e in bare.app.events.get(Step.create_id(run, "boss")) if isinstance(e, Step.Failed)
+    ]
     assert [f.next_attempt_at is not None for f in failures] == [True, True, False]
 
 
@@ -118,7 +123,9 @@ def test_with_no_live_runner_ever_serving_it_the_last_attempt_names_the_missing_
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", "from runledger.application.cli.app import main; main()", *args],
-        env={**os.environ, "COLUMNS": "300", **env}, capture_output=True, text=True,
+        env={**os.environ, "COLUMNS": "300", **env},
+        capture_output=True,
+        text=True,
         timeout=120,
     )
 
@@ -133,12 +140,28 @@ def test_a_tick_from_a_runner_whose_sandbox_failed_to_start_never_aborts_a_serve
     tmp_path: Path,
 ) -> None:
     ledger = tmp_path / "ledger.sqlite3"
-    good = {"RUNLEDGER_DATABASE_URL": f"sqlite:///{ledger}", "EVENT_RETRY_DELAYS_S": "1",
-            "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")}
+    good = {
+        "RUNLEDGER_DATABASE_URL": f"sqlite:///{ledger}",
+        "EVENT_RETRY_DELAYS_S": "1",
+        "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
+    }
     broken = good | {"RUNLEDGER_SANDBOX_PATH": "/nonexistent/x.sqlite3"}
     init_store(Settings(database_url=good["RUNLEDGER_DATABASE_URL"]))
-    document: dict[str, Any] = {"name": "crows", "phases": [{"id": "p", "steps": [
-        {"id": "spawn", "action": "sandbox.spawn", "params": {"kind": "crow", "count": 2}}]}]}
+    document: dict[str, Any] = {
+        "name": "crows",
+        "phases": [
+            {
+                "id": "p",
+                "steps": [
+                    {
+                        "id": "spawn",
+                        "action": "sandbox.spawn",
+                        "params": {"kind": "crow", "count": 2},
+                    }
+                ],
+            }
+        ],
+    }
     (tmp_path / "spec.json").write_text(json.dumps(document))
     started = cli("start", str(tmp_path / "spec.json"), env=good)
     assert started.returncode == 0, started.stdout + started.stderr
@@ -149,9 +172,19 @@ def test_a_tick_from_a_runner_whose_sandbox_failed_to_start_never_aborts_a_serve
     shown = cli("log", run_id, env=good).stdout
     assert "no live runner serves sandbox.spawn" in shown and "aborted" not in shown
     runner = subprocess.Popen(
-        [sys.executable, "-c", "from runledger.application.cli.app import main; main()", "runner",
-         "--interval", "0.2", "--worker", "serving"],
-        env={**os.environ, **good}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-c",
+            "from runledger.application.cli.app import main; main()",
+            "runner",
+            "--interval",
+            "0.2",
+            "--worker",
+            "serving",
+        ],
+        env={**os.environ, **good},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 60

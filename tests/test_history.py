@@ -130,14 +130,26 @@ def stage_festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) ->
             made = rl.ledger.supersede(held, named)
             ids.update({f"{r['kind']}:{r['ref']}": i for r, i in zip(named, made, strict=True)})
 
-    dispatch(1, "spawn", SPAWN, [{"kind": "creature", "ref": "c1"},
-                                 {"kind": "creature", "ref": "c2"}])
-    dispatch(3, "zones", ZONE, [{"kind": "zone", "ref": "z1", "until": minute(20)},
-                                {"kind": "zone", "ref": "z2"}])
+    dispatch(
+        1, "spawn", SPAWN, [{"kind": "creature", "ref": "c1"}, {"kind": "creature", "ref": "c2"}]
+    )
+    dispatch(
+        3,
+        "zones",
+        ZONE,
+        [{"kind": "zone", "ref": "z1", "until": minute(20)}, {"kind": "zone", "ref": "z2"}],
+    )
     clock.move_to(minute(5))
     ids[LEASE] = rl.ledger.record_lease(
-        run, step="weather", module="world", lease_id="weather", target="plaza",
-        baseline="clear", applied="storm", until=minute(65), idempotency_key=f"{run}:weather",
+        run,
+        step="weather",
+        module="world",
+        lease_id="weather",
+        target="plaza",
+        baseline="clear",
+        applied="storm",
+        until=minute(65),
+        idempotency_key=f"{run}:weather",
     )
     dispatch(6, "build", BUILD, [{"kind": "structure", "ref": "s1"}])
     dispatch(7, "lost", SPAWN, None)  # its answer never came back
@@ -177,35 +189,54 @@ def expected_history(f: Festival) -> dict[str, list[tuple[str, str | None, str, 
     first = ("RevertClaimed", "w1", "attempt 1", minute(40))
     claimed = ("RevertClaimed", "w1", "attempt 1", minute(40.5))
     reverted = ("Reverted", "w1", "reverted", minute(40.5))
-    by_hand = [("RevertClaimed", "alice (manual)", "attempt 1", minute(60)),
-               ("Reverted", "alice (manual)", "reverted", minute(60))]
+    by_hand = [
+        ("RevertClaimed", "alice (manual)", "attempt 1", minute(60)),
+        ("Reverted", "alice (manual)", "reverted", minute(60)),
+    ]
     return {
         "run": [("Started", None, "running", START), ("Completed", None, "completed", minute(30))],
-        f.placeholder("spawn"): [("Recorded", None, "placeholder", minute(1)),
-                                 ("Superseded", None, "superseded", minute(1.5))],
+        f.placeholder("spawn"): [
+            ("Recorded", None, "placeholder", minute(1)),
+            ("Superseded", None, "superseded", minute(1.5)),
+        ],
         "creature:c1": [("Recorded", None, "live", minute(1.5)), first, reverted],
         "creature:c2": [
-            ("Recorded", None, "live", minute(1.5)), first,
+            ("Recorded", None, "live", minute(1.5)),
+            first,
             ("RevertFailed", "w1", f'retry: {SPAWN} could not give "c2" back', minute(40.5)),
             ("Kept", "bob", "kept", minute(50)),
         ],
-        f.placeholder("zones"): [("Recorded", None, "placeholder", minute(3)),
-                                 ("Superseded", None, "superseded", minute(3.5))],
-        "zone:z1": [("Recorded", None, "live", minute(3.5)),
-                    ("Expired", None, EXPIRED_REASON, minute(20))],
-        "zone:z2": [("Recorded", None, "live", minute(3.5)),
-                    ("Orphaned", None, ORPHANED_REASON, minute(10)), claimed, reverted],
-        LEASE: [
-            ("Recorded", None, "live", minute(5)), claimed,
-            ("Drifted", "w1", DRIFT, minute(40.5)),
-            ("AttemptsReset", "alice", "failing", minute(60)), *by_hand,
+        f.placeholder("zones"): [
+            ("Recorded", None, "placeholder", minute(3)),
+            ("Superseded", None, "superseded", minute(3.5)),
         ],
-        f.placeholder("build"): [("Recorded", None, "placeholder", minute(6)),
-                                 ("Superseded", None, "superseded", minute(6.5))],
+        "zone:z1": [
+            ("Recorded", None, "live", minute(3.5)),
+            ("Expired", None, EXPIRED_REASON, minute(20)),
+        ],
+        "zone:z2": [
+            ("Recorded", None, "live", minute(3.5)),
+            ("Orphaned", None, ORPHANED_REASON, minute(10)),
+            claimed,
+            reverted,
+        ],
+        LEASE: [
+            ("Recorded", None, "live", minute(5)),
+            claimed,
+            ("Drifted", "w1", DRIFT, minute(40.5)),
+            ("AttemptsReset", "alice", "failing", minute(60)),
+            *by_hand,
+        ],
+        f.placeholder("build"): [
+            ("Recorded", None, "placeholder", minute(6)),
+            ("Superseded", None, "superseded", minute(6.5)),
+        ],
         "structure:s1": [
-            ("Recorded", None, "live", minute(6.5)), claimed,
+            ("Recorded", None, "live", minute(6.5)),
+            claimed,
             ("RevertFailed", "w1", f"terminal: {CURSED}", minute(40.5)),
-            ("AttemptsReset", "alice", "failing", minute(60)), *by_hand,
+            ("AttemptsReset", "alice", "failing", minute(60)),
+            *by_hand,
         ],
         f.placeholder("lost"): [("Recorded", None, "placeholder", minute(7)), claimed, reverted],
     }
@@ -213,23 +244,36 @@ def expected_history(f: Festival) -> dict[str, list[tuple[str, str | None, str, 
 
 def expected_states(f: Festival) -> dict[datetime, States]:
     mid_run = {
-        f.placeholder("spawn"): ("superseded", 0), "creature:c1": ("live", 0),
-        "creature:c2": ("live", 0), f.placeholder("zones"): ("superseded", 0),
-        "zone:z1": ("expired", 0), "zone:z2": ("orphaned", 0), LEASE: ("live", 0),
-        f.placeholder("build"): ("superseded", 0), "structure:s1": ("live", 0),
+        f.placeholder("spawn"): ("superseded", 0),
+        "creature:c1": ("live", 0),
+        "creature:c2": ("live", 0),
+        f.placeholder("zones"): ("superseded", 0),
+        "zone:z1": ("expired", 0),
+        "zone:z2": ("orphaned", 0),
+        LEASE: ("live", 0),
+        f.placeholder("build"): ("superseded", 0),
+        "structure:s1": ("live", 0),
         f.placeholder("lost"): ("placeholder", 0),
     }
     # Mid-sweep, only the group whose call is out holds its claims: the others wait their turn.
     claims_held = mid_run | {"creature:c1": ("live", 1), "creature:c2": ("live", 1)}
     after_sweep = mid_run | {
-        "creature:c1": ("reverted", 1), "creature:c2": ("failing", 1),
-        "zone:z2": ("reverted", 1), LEASE: ("drifted", 1), "structure:s1": ("failing", 1),
+        "creature:c1": ("reverted", 1),
+        "creature:c2": ("failing", 1),
+        "zone:z2": ("reverted", 1),
+        LEASE: ("drifted", 1),
+        "structure:s1": ("failing", 1),
         f.placeholder("lost"): ("reverted", 1),
     }
     after_keep = after_sweep | {"creature:c2": ("kept", 1)}
     final = after_keep | {LEASE: ("reverted", 1), "structure:s1": ("reverted", 1)}
-    return {MID_RUN: mid_run, MID_SWEEP: claims_held, AFTER_SWEEP: after_sweep,
-            AFTER_KEEP: after_keep, START: final}
+    return {
+        MID_RUN: mid_run,
+        MID_SWEEP: claims_held,
+        AFTER_SWEEP: after_sweep,
+        AFTER_KEEP: after_keep,
+        START: final,
+    }
 
 
 def by_subject(lines: Sequence[ReplayLine]) -> dict[str, list[tuple[str, str | None, str, Any]]]:
@@ -264,8 +308,9 @@ def test_a_replay_shows_every_event_of_the_run_and_its_entries_in_store_order(
 
 
 def actors(history: dict[str, list[Any]], *, verdicts: bool) -> dict[str, list[tuple[str, Any]]]:
-    return {s: [(e, a) for e, a, *_ in h if (e in VERDICTS) == verdicts]
-            for s, h in history.items()}
+    return {
+        s: [(e, a) for e, a, *_ in h if (e in VERDICTS) == verdicts] for s, h in history.items()
+    }
 
 
 def test_a_replay_names_who_claimed_reset_or_kept_each_entry(
@@ -290,8 +335,10 @@ def test_a_replay_ends_with_the_cleanup_status_the_live_projections_show(
 ) -> None:
     replay = rl.history.replay(festival.run)
     assert replay.cleanup_status == cleanup_status(rl, festival.run) == "complete"
-    live = {e.entry_id: (e.name, e.status, e.attempts, e.last_error)
-            for e in rl.queries.entries(festival.run)}
+    live = {
+        e.entry_id: (e.name, e.status, e.attempts, e.last_error)
+        for e in rl.queries.entries(festival.run)
+    }
     replayed = {e.entry_id: (e.name, e.state, e.attempts, e.last_error) for e in replay.entries}
     assert replayed == live
     assert {n: (s, a) for n, s, a, _ in replayed.values()} == expected_states(festival)[START]
@@ -299,8 +346,12 @@ def test_a_replay_ends_with_the_cleanup_status_the_live_projections_show(
 
 @pytest.mark.parametrize(
     ("moment", "run_status", "status"),
-    [(MID_RUN, "running", "pending"), (MID_SWEEP, "completed", "pending"),
-     (AFTER_SWEEP, "completed", "pending"), (AFTER_KEEP, "completed", "incomplete")],
+    [
+        (MID_RUN, "running", "pending"),
+        (MID_SWEEP, "completed", "pending"),
+        (AFTER_SWEEP, "completed", "pending"),
+        (AFTER_KEEP, "completed", "incomplete"),
+    ],
     ids=["mid-run", "claims-held-mid-sweep", "after-the-sweep", "after-bob-kept-c2"],
 )
 def test_a_replay_as_of_a_past_moment_shows_what_the_console_showed_then(
@@ -355,8 +406,17 @@ def test_the_replay_command_prints_the_audit_trail_and_as_of_json(
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "RevertFailed" in shown.stdout and f"terminal: {CURSED}" in shown.stdout
     assert shown.stdout.strip().splitlines()[-1] == "run completed; cleanup status complete"
-    then = run_cli("replay", str(festival.run), "--as-of", "2026-12-02T12:45:00",
-                   "--entry", "c2", "--json", cwd=tmp_path, env=env)
+    then = run_cli(
+        "replay",
+        str(festival.run),
+        "--as-of",
+        "2026-12-02T12:45:00",
+        "--entry",
+        "c2",
+        "--json",
+        cwd=tmp_path,
+        env=env,
+    )
     assert then.returncode == 0, then.stdout + then.stderr
     found = json.loads(then.stdout)
     assert (found["cleanup_status"], found["run_status"]) == ("pending", "completed")
@@ -364,7 +424,9 @@ def test_the_replay_command_prints_the_audit_trail_and_as_of_json(
         ("creature:c2", "failing", 1)
     ]
     assert [line["event"] for line in found["lines"] if line["subject"] != "run"] == [
-        "Recorded", "RevertClaimed", "RevertFailed",
+        "Recorded",
+        "RevertClaimed",
+        "RevertFailed",
     ]
     assert "Traceback" not in shown.stderr + then.stderr
 
@@ -390,12 +452,23 @@ def plant_a_garden(rl: Runledger, registry: Registry, clock: FrozenDateTimeFacto
     registry.module("garden").action(
         "garden.plant",
         perform=lambda params, idempotency_key, run_id: {
-            "ok": True, "resources": [{"kind": "tree", "ref": "oak"}]},
+            "ok": True,
+            "resources": [{"kind": "tree", "ref": "oak"}],
+        },
         revert=lambda resources, idempotency_key, run_id: {"ok": True},
     )
-    run = rl.runs.start({"name": "garden", "phases": [
-        {"id": "p1", "advance": "manual", "steps": [{"id": "plant", "action": "garden.plant"}]},
-    ]})
+    run = rl.runs.start(
+        {
+            "name": "garden",
+            "phases": [
+                {
+                    "id": "p1",
+                    "advance": "manual",
+                    "steps": [{"id": "plant", "action": "garden.plant"}],
+                },
+            ],
+        }
+    )
     clock.tick(60)
     rl.runs.advance_leg("w1")
     clock.tick(60)
@@ -405,8 +478,14 @@ def plant_a_garden(rl: Runledger, registry: Registry, clock: FrozenDateTimeFacto
     return run
 
 
-KEYS = {"rl_tracking": "name", "rl_runs": "run_id", "rl_resources": "entry_id",
-        "rl_steps": "step_key", "rl_run_log": "position", "rl_runners": "runner_id"}
+KEYS = {
+    "rl_tracking": "name",
+    "rl_runs": "run_id",
+    "rl_resources": "entry_id",
+    "rl_steps": "step_key",
+    "rl_run_log": "position",
+    "rl_runners": "runner_id",
+}
 Dump = dict[str, list[tuple[Any, ...]]]
 
 
@@ -424,8 +503,10 @@ def dump(rl: Runledger) -> Dump:
 def tables(rl: Runledger) -> set[str]:
     with rl.backend.transaction(commit=False) as cursor:
         if isinstance(rl.backend, PostgresBackend):
-            cursor.execute("SELECT table_name AS t FROM information_schema.tables "
-                           "WHERE table_schema = %s", [rl.backend.schema])
+            cursor.execute(
+                "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = %s",
+                [rl.backend.schema],
+            )
         else:
             cursor.execute("SELECT name AS t FROM sqlite_master WHERE type = 'table'")
         return {row["t"] for row in cursor.fetchall()}
@@ -453,8 +534,9 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
     before = dump(rl)
     assert all(before[t] for t in KEYS), "every table has rows to compare"
     seen: list[tuple[int, int]] = []
-    report = rebuild(rl.app, rl.backend, progress=lambda count, reached: seen.append(
-        (count, reached)))
+    report = rebuild(
+        rl.app, rl.backend, progress=lambda count, reached: seen.append((count, reached))
+    )
     assert report.swapped and report.differences == []
     assert report.views == ["runs", "resources", "steps", "run_log", "runners"]
     assert report.events == sum(c for c, _ in seen) == head(rl) == report.position
@@ -503,8 +585,7 @@ def test_verify_names_a_row_someone_changed_by_hand_and_swaps_nothing(
     assert (difference.table, difference.key) == ("rl_resources", str(lease))
     assert difference.live is not None and difference.rebuilt is not None
     assert (difference.live["status"], difference.rebuilt["status"]) == ("drifted", "reverted")
-    assert {k for k in difference.live if difference.live[k] != difference.rebuilt[k]} == {
-        "status"}
+    assert {k for k in difference.live if difference.live[k] != difference.rebuilt[k]} == {"status"}
     assert dump(rl) == tampered
     assert not {t for t in tables(rl) if t.endswith("_next")}
     done = run_cli("rebuild", "--verify", cwd=tmp_path, env={"RUNLEDGER_DATABASE_URL": store_url})
@@ -550,9 +631,19 @@ def write_in_bulk(rl: Runledger, events: int) -> UUID:
     for batch in range(events // WRITE_BATCH):
         run = Run.start(uuid4(), f"bulk {batch}", now)
         entries = [
-            Resource(run_id=run.id, step="s", kind="creature", ref=f"b{batch}-{i}",
-                     module="world", action=SPAWN, idempotency_key=f"{run.id}:s", payload=None,
-                     member_key=None, until=None, at=now)
+            Resource(
+                run_id=run.id,
+                step="s",
+                kind="creature",
+                ref=f"b{batch}-{i}",
+                module="world",
+                action=SPAWN,
+                idempotency_key=f"{run.id}:s",
+                payload=None,
+                member_key=None,
+                until=None,
+                at=now,
+            )
             for i in range(WRITE_BATCH - 1)
         ]
         rl.app.save(run, *entries)
@@ -563,8 +654,12 @@ def write_in_bulk(rl: Runledger, events: int) -> UUID:
 def start_rebuild(store_url: str, tmp_path: Path) -> subprocess.Popen[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     return subprocess.Popen(
-        [sys.executable, "-c", KILLABLE_REBUILD, store_url], cwd=tmp_path, env=environ,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", KILLABLE_REBUILD, store_url],
+        cwd=tmp_path,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -628,8 +723,11 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
     }
     rebuilt = run_cli("rebuild", "runs", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
-    assert re.search(rf"rebuilt runs: {level + 2} events in [\d.]+s \([\d,]+ events/s\); "
-                     rf"swapped in at position {level + 2}", rebuilt.stdout), rebuilt.stdout
+    assert re.search(
+        rf"rebuilt runs: {level + 2} events in [\d.]+s \([\d,]+ events/s\); "
+        rf"swapped in at position {level + 2}",
+        rebuilt.stdout,
+    ), rebuilt.stdout
     assert rl.projector.positions()["runs"] == level + 2
 
 
@@ -642,20 +740,24 @@ def test_stepping_a_drifted_lease_shows_baseline_applied_and_current_where_they_
     stepping = rl.history.step(festival.ids[LEASE])
     assert (stepping.name, stepping.total) == (LEASE, 6)
     assert [(f.version, f.event, f.at) for f in stepping.frames] == [
-        (1, "Recorded", minute(5)), (2, "RevertClaimed", minute(40.5)),
-        (3, "Drifted", minute(40.5)), (4, "AttemptsReset", minute(60)),
-        (5, "RevertClaimed", minute(60)), (6, "Reverted", minute(60)),
+        (1, "Recorded", minute(5)),
+        (2, "RevertClaimed", minute(40.5)),
+        (3, "Drifted", minute(40.5)),
+        (4, "AttemptsReset", minute(60)),
+        (5, "RevertClaimed", minute(60)),
+        (6, "Reverted", minute(60)),
     ]
     drifted = stepping.frames[2]
     assert drifted.values == {"baseline": "clear", "applied": "storm", "current": "hail"}
     assert drifted.state["state"] == "drifted"
     assert drifted.changed == {
-        "state": ("live", "drifted"), "drift_current": (None, "hail"),
-        "last_error": (None, DRIFT), "claim_worker": ("w1", None),
+        "state": ("live", "drifted"),
+        "drift_current": (None, "hail"),
+        "last_error": (None, DRIFT),
+        "claim_worker": ("w1", None),
         "claim_expires_at": (stepping.frames[1].state["claim_expires_at"], None),
     }
-    assert stepping.frames[0].values == {"baseline": "clear", "applied": "storm",
-                                         "current": None}
+    assert stepping.frames[0].values == {"baseline": "clear", "applied": "storm", "current": None}
     assert stepping.frames[3].changed["state"] == ("drifted", "failing")
     assert stepping.frames[3].changed["attempts"] == (1, 0)
 
@@ -727,7 +829,10 @@ def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_
     assert shown.returncode == 0, shown.stdout + shown.stderr
     found = json.loads(shown.stdout)
     assert (found["entry_id"], found["name"], found["versions"]) == (
-        str(festival.ids[LEASE]), LEASE, 6)
+        str(festival.ids[LEASE]),
+        LEASE,
+        6,
+    )
     [frame] = found["frames"]
     assert (frame["version"], frame["event"]) == (3, "Drifted")
     assert frame["values"] == {"baseline": "clear", "applied": "storm", "current": "hail"}

@@ -66,8 +66,10 @@ SPEC_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "name": lambda v: thing_spec(name=v),
     "params.note": lambda v: thing_spec(note=v),
     "params.nested.list": lambda v: thing_spec(nested={"list": [1, v]}),
-    "phases.0.after_s": lambda v: {**thing_spec(), "phases": [
-        {**thing_spec()["phases"][0], "after_s": v}]},
+    "phases.0.after_s": lambda v: {
+        **thing_spec(),
+        "phases": [{**thing_spec()["phases"][0], "after_s": v}],
+    },
 }
 
 
@@ -87,8 +89,10 @@ def test_a_spec_with_nan_as_json_text_is_refused_before_anything_is_written(
     walk: Runledger,
 ) -> None:
     before = written(walk)
-    document = ('{"name": "n", "phases": [{"id": "p", "steps": [{"id": "s", '
-                '"action": "hostile.thing", "params": {"note": NaN}}]}]}')
+    document = (
+        '{"name": "n", "phases": [{"id": "p", "steps": [{"id": "s", '
+        '"action": "hostile.thing", "params": {"note": NaN}}]}]}'
+    )
     message = refused(lambda: walk.runs.start(document))
     assert message == "phases.0.steps.0.params.note: nan is not a number a ledger can store"
     assert written(walk) == before
@@ -125,6 +129,7 @@ def test_an_operator_s_unstorable_name_or_reason_is_refused_and_nothing_is_writt
 
 
 # --- modules: a malformed answer is a retry with a readable error, never a success ----------
+
 
 def _named(**fields: Any) -> dict[str, Any]:
     return {"ok": True, "resources": [{"kind": "t", "ref": "r", **fields}]}
@@ -166,8 +171,7 @@ ERRORS_SHOWN: dict[str, Make] = {
 def test_an_error_message_is_made_safe_and_stays_visible(
     walk: Runledger, module: HostileModule, verb: str
 ) -> None:
-    texts = {"NUL": "nul\x00byte", "surrogate": "bad\ud800", "megabyte": "x" * 1_000_000,
-             **ODD}
+    texts = {"NUL": "nul\x00byte", "surrogate": "bad\ud800", "megabyte": "x" * 1_000_000, **ODD}
     for n, (what, text) in enumerate(texts.items()):
         run = walk.runs.start(lease_spec(f"t{n}") if verb == "restore" else thing_spec())
         walk.runner("w").tick()
@@ -318,11 +322,13 @@ def test_a_module_s_reconcile_request_never_raises_into_the_module(
     assert events.expired(kind=Unshowable(), ref="r") == {"expired": 0}
 
 
-
 # --- any value at all (Hypothesis) ---------------------------------------------------------
 
-SOME = settings(max_examples=25, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SOME = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @SOME

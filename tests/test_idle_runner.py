@@ -19,8 +19,15 @@ from tests.game import Clock, Game, phase, runledgers, spec, step
 from tests.reading import tick
 
 SPAWN = "game.spawn"
-TABLES = ("ledger_events", "rl_tracking", "rl_runs", "rl_resources", "rl_steps", "rl_run_log",
-          "rl_runners")
+TABLES = (
+    "ledger_events",
+    "rl_tracking",
+    "rl_runs",
+    "rl_resources",
+    "rl_steps",
+    "rl_run_log",
+    "rl_runners",
+)
 """Every table but rl_heartbeats, which an idle runner does write."""
 
 
@@ -35,8 +42,10 @@ def sqlite_writes(rl: Runledger) -> Callable[[], Any]:
     watcher.execute("INSERT INTO written VALUES (0)")
     for table in (events_table, *TABLES[1:]):
         for what in ("INSERT", "UPDATE", "DELETE"):
-            watcher.execute(f"CREATE TRIGGER counted_{table}_{what} AFTER {what} ON {table} "
-                            "BEGIN UPDATE written SET n = n + 1; END")
+            watcher.execute(
+                f"CREATE TRIGGER counted_{table}_{what} AFTER {what} ON {table} "
+                "BEGIN UPDATE written SET n = n + 1; END"
+            )
 
     def seen() -> Any:
         return watcher.execute("SELECT n FROM written").fetchone()[0]
@@ -76,8 +85,11 @@ def test_an_idle_runner_writes_its_heartbeat_and_nothing_else(
     with runledgers(store_url, registry, clock) as open_one:
         rl = open_one()
         rl.runs.start(spec(phase("only", step("a", SPAWN)), name="done and given back"))
-        waiting = spec(phase("one", step("b", SPAWN), advance="manual"),
-                       phase("two", step("c", SPAWN)), name="waiting for a person")
+        waiting = spec(
+            phase("one", step("b", SPAWN), advance="manual"),
+            phase("two", step("c", SPAWN)),
+            name="waiting for a person",
+        )
         rl.runs.start(waiting)
         tick(rl, 4)
         runner = rl.runner("idle")

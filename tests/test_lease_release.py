@@ -32,11 +32,16 @@ def rl(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator
 
 def holding(value: Any = "storm", lease: str = LEASE) -> dict[str, Any]:
     """A run that leases the plaza, then waits in its manual phase for a person to end it."""
-    return spec(phase(
-        "p1", step("weather", "core.lease", lease=lease, target="plaza", value=value,
-                   duration_s=3600),
-        step("guard", SPAWN), advance="manual",
-    ))
+    return spec(
+        phase(
+            "p1",
+            step(
+                "weather", "core.lease", lease=lease, target="plaza", value=value, duration_s=3600
+            ),
+            step("guard", SPAWN),
+            advance="manual",
+        )
+    )
 
 
 def lease_of(rl: Runledger, run: UUID) -> EntryRow:
@@ -136,12 +141,20 @@ def test_a_lease_whose_answer_never_reached_the_ledger_holds_its_target_until_gi
     assert row(rl, first).cleanup_status == "complete"
 
 
-
-@pytest.mark.parametrize(("state", "held"), [
-    ("placeholder", True), ("live", True), ("failing", True), ("orphaned", True),
-    ("drifted", False), ("kept", False), ("reverted", False), ("expired", False),
-    ("superseded", False),
-])
+@pytest.mark.parametrize(
+    ("state", "held"),
+    [
+        ("placeholder", True),
+        ("live", True),
+        ("failing", True),
+        ("orphaned", True),
+        ("drifted", False),
+        ("kept", False),
+        ("reverted", False),
+        ("expired", False),
+        ("superseded", False),
+    ],
+)
 def test_the_rule_holds_a_target_only_while_the_lease_is_live_or_being_given_back(
     state: str, held: bool
 ) -> None:

@@ -42,12 +42,8 @@ def world(registry: Registry) -> World:
     return world
 
 
-
-
 def events_of(rl: Runledger, aggregate_id: UUID) -> list[str]:
     return [type(e).__name__ for e in rl.app.events.get(aggregate_id)]
-
-
 
 
 def placeholder(rl: Runledger, run: UUID, key: str = "k1", step: str = "spawn") -> UUID:
@@ -56,8 +52,14 @@ def placeholder(rl: Runledger, run: UUID, key: str = "k1", step: str = "spawn") 
 
 def lease(rl: Runledger, run: UUID) -> UUID:
     return rl.ledger.record_lease(
-        run, step="weather", module="world", lease_id="weather", target="plaza",
-        baseline="clear", applied="storm", until=rl.clock() + timedelta(hours=1),
+        run,
+        step="weather",
+        module="world",
+        lease_id="weather",
+        target="plaza",
+        baseline="clear",
+        applied="storm",
+        until=rl.clock() + timedelta(hours=1),
         idempotency_key="lease-plaza",
     )
 
@@ -86,9 +88,7 @@ def test_recording_a_lease_twice_is_a_no_op(rl: Runledger, clock: Any) -> None:
     assert row.payload == {"baseline": "clear", "applied": "storm"}
 
 
-def test_a_placeholder_of_another_step_or_key_is_another_entry(
-    rl: Runledger, clock: Any
-) -> None:
+def test_a_placeholder_of_another_step_or_key_is_another_entry(rl: Runledger, clock: Any) -> None:
     run = rl.ledger.start_run("festival")
     ids = {placeholder(rl, run), placeholder(rl, run, key="k2"), placeholder(rl, run, step="s2")}
     assert len(ids) == 3
@@ -124,7 +124,8 @@ def test_a_run_ends_only_once(rl: Runledger, clock: Any) -> None:
     rl.ledger.complete_run(run)
     before = written(rl)
     for end in (
-        lambda: rl.ledger.complete_run(run), lambda: rl.ledger.abort_run(run, "late"),
+        lambda: rl.ledger.complete_run(run),
+        lambda: rl.ledger.abort_run(run, "late"),
         lambda: rl.ledger.cancel_run(run, "alice", cleanup=False),
     ):
         with pytest.raises(RunNotRunning):
@@ -142,10 +143,13 @@ def test_supersede_records_the_named_resources_and_retires_the_placeholder(
     held = placeholder(rl, run)
     before = written(rl)
     until = rl.clock() + timedelta(minutes=5)
-    ids = rl.ledger.supersede(held, [
-        {"kind": "creature", "ref": "c1", "payload": {"hp": 10}, "member_key": "m1"},
-        {"kind": "zone", "ref": "z1", "until": until},
-    ])
+    ids = rl.ledger.supersede(
+        held,
+        [
+            {"kind": "creature", "ref": "c1", "payload": {"hp": 10}, "member_key": "m1"},
+            {"kind": "zone", "ref": "z1", "until": until},
+        ],
+    )
     assert written(rl) == before + 3
     assert ids == [
         Resource.create_id(run, "spawn", "creature", "c1"),
@@ -154,7 +158,11 @@ def test_supersede_records_the_named_resources_and_retires_the_placeholder(
     assert entry(rl, held).status == "superseded"
     c1, z1 = entry(rl, ids[0]), entry(rl, ids[1])
     assert (c1.status, c1.payload, c1.member_key, c1.action, c1.idempotency_key) == (
-        "live", {"hp": 10}, "m1", SPAWN, "k1",
+        "live",
+        {"hp": 10},
+        "m1",
+        SPAWN,
+        "k1",
     )
     assert (z1.until, z1.module) == (until, "world")
 
@@ -162,12 +170,18 @@ def test_supersede_records_the_named_resources_and_retires_the_placeholder(
 @pytest.mark.parametrize(
     "bad",
     [
-        {"kind": "k" * 65, "ref": "c2"}, {"kind": "creature", "ref": "r" * 191},
-        {"kind": "", "ref": "c2"}, {"kind": "creature", "ref": ""}, {"kind": "creature"},
-        {"ref": "c2"}, {"kind": "creature", "ref": "c2", "colour": "red"},
+        {"kind": "k" * 65, "ref": "c2"},
+        {"kind": "creature", "ref": "r" * 191},
+        {"kind": "", "ref": "c2"},
+        {"kind": "creature", "ref": ""},
+        {"kind": "creature"},
+        {"ref": "c2"},
+        {"kind": "creature", "ref": "c2", "colour": "red"},
         {"kind": "creature", "ref": "c2", "payload": "not a dict"},
         {"kind": "creature", "ref": "c2", "until": "next tuesday"},
-        {"kind": 5, "ref": "c2"}, "creature:c2", None,
+        {"kind": 5, "ref": "c2"},
+        "creature:c2",
+        None,
     ],
     ids=repr,
 )
@@ -224,9 +238,7 @@ def test_a_dispatch_that_names_one_resource_twice_records_it_once(
     assert entry(rl, held).status == "superseded"
 
 
-def test_a_named_resource_until_without_a_timezone_is_refused(
-    rl: Runledger, clock: Any
-) -> None:
+def test_a_named_resource_until_without_a_timezone_is_refused(rl: Runledger, clock: Any) -> None:
     run = rl.ledger.start_run("festival")
     held = placeholder(rl, run)
     before = written(rl)
@@ -278,8 +290,9 @@ def test_a_late_answer_after_its_placeholder_was_given_back_is_given_back_too(
     rl: Runledger, world: World, clock: Any
 ) -> None:
     calls: list[list[str]] = []
-    world.answer(SPAWN, lambda resources, key: calls.append([r["ref"] for r in resources])
-                 or {"ok": True})
+    world.answer(
+        SPAWN, lambda resources, key: calls.append([r["ref"] for r in resources]) or {"ok": True}
+    )
     run = rl.ledger.start_run("festival")
     held = placeholder(rl, run)
     rl.ledger.abort_run(run, "the phase timed out")
@@ -412,8 +425,14 @@ def a_busy_history(rl: Runledger, world: World, clock: FrozenDateTimeFactory) ->
         [{"kind": "wall", "ref": "w1", "payload": {"n": [1, 2]}}],
     )
     rl.ledger.record_lease(
-        failing, step="weather", module="world", lease_id="weather", target="market",
-        baseline="clear", applied="storm", until=rl.clock() + timedelta(seconds=30),
+        failing,
+        step="weather",
+        module="world",
+        lease_id="weather",
+        target="market",
+        baseline="clear",
+        applied="storm",
+        until=rl.clock() + timedelta(seconds=30),
         idempotency_key="lease-market",
     )
     rl.ledger.abort_run(failing, "a step could not succeed")
@@ -423,8 +442,10 @@ def a_busy_history(rl: Runledger, world: World, clock: FrozenDateTimeFactory) ->
     zones = rl.ledger.start_run("zones")
     rl.ledger.supersede(
         placeholder(rl, zones, key="kz"),
-        [{"kind": "zone", "ref": z, "until": rl.clock() + timedelta(seconds=10)}
-         for z in ("z1", "z2", "z3")],
+        [
+            {"kind": "zone", "ref": z, "until": rl.clock() + timedelta(seconds=10)}
+            for z in ("z1", "z2", "z3")
+        ],
     )
     rl.reconciler.expire("world", "zone", "z1")
     clock.tick(5)

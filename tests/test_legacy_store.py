@@ -68,11 +68,25 @@ def test_rebuilt_projections_equal_the_ones_the_old_version_wrote(rl: Runledger)
 def test_an_old_run_replays_to_its_end(rl: Runledger) -> None:
     replay = rl.history.replay(FESTIVAL)
     assert (replay.name, replay.run_status, replay.cleanup_status) == (
-        "festival", "completed", "complete")
+        "festival",
+        "completed",
+        "complete",
+    )
     assert len(replay.lines) == 36
     assert {line.event for line in replay.lines} >= {
-        "Started", "Recorded", "Superseded", "RevertClaimed", "Reverted", "RevertFailed",
-        "Drifted", "Orphaned", "Expired", "AttemptsReset", "Kept", "Completed"}
+        "Started",
+        "Recorded",
+        "Superseded",
+        "RevertClaimed",
+        "Reverted",
+        "RevertFailed",
+        "Drifted",
+        "Orphaned",
+        "Expired",
+        "AttemptsReset",
+        "Kept",
+        "Completed",
+    }
 
 
 def test_an_old_run_left_owing_is_given_back(rl: Runledger, world: World) -> None:

@@ -31,8 +31,14 @@ def register(ctx):
 
 
 def write_module(
-    root: Path, folder: str, *, name: str | None = None, site: str = "shard-1",
-    api: str = "1.0", entry: str = "code.py:register", code: str | None = GOOD,
+    root: Path,
+    folder: str,
+    *,
+    name: str | None = None,
+    site: str = "shard-1",
+    api: str = "1.0",
+    entry: str = "code.py:register",
+    code: str | None = GOOD,
     settings: list[str] | None = None,
 ) -> Path:
     """One module folder with a manifest and, unless ``code`` is None, its code."""
@@ -70,8 +76,9 @@ def load(tmp_path: Path) -> Iterator[Load]:
     opened: list[Runledger] = []
 
     def make(modules_dir: Path, url: str = url, builtin: str = "") -> Runledger:
-        rl = bootstrap(Settings(database_url=url, builtin_modules=builtin,
-                                modules_dir=str(modules_dir)))
+        rl = bootstrap(
+            Settings(database_url=url, builtin_modules=builtin, modules_dir=str(modules_dir))
+        )
         opened.append(rl)
         return rl
 
@@ -103,9 +110,7 @@ def test_the_second_module_for_a_site_fails_and_names_the_module_holding_it(
     assert set(rl.registry.leases) == {"alpha.door"}
 
 
-def test_folders_are_taken_in_name_order_not_by_module_name(
-    load: Load, modules_dir: Path
-) -> None:
+def test_folders_are_taken_in_name_order_not_by_module_name(load: Load, modules_dir: Path) -> None:
     write_module(modules_dir, "a-folder", name="zulu")
     write_module(modules_dir, "b-folder", name="alpha")
     found = by_name(load(modules_dir).modules)
@@ -118,8 +123,12 @@ def test_a_later_module_for_a_held_site_is_refused_before_its_code_is_imported(
 ) -> None:
     marker = tmp_path / "beta-was-imported"
     write_module(modules_dir, "a-first", name="alpha")
-    write_module(modules_dir, "b-second", name="beta",
-                 code=marking(marker, "raise RuntimeError('beta must never run')"))
+    write_module(
+        modules_dir,
+        "b-second",
+        name="beta",
+        code=marking(marker, "raise RuntimeError('beta must never run')"),
+    )
     found = by_name(load(modules_dir).modules)
     assert not marker.exists()
     assert found["beta"].reason == "site 'shard-1' is already held by module 'alpha'"
@@ -129,8 +138,12 @@ def test_the_first_module_holds_its_site_even_when_its_own_code_fails(
     load: Load, modules_dir: Path, tmp_path: Path
 ) -> None:
     first, second = tmp_path / "alpha-was-imported", tmp_path / "beta-was-imported"
-    write_module(modules_dir, "a-first", name="alpha",
-                 code=marking(first, "raise ImportError('alpha is broken')"))
+    write_module(
+        modules_dir,
+        "a-first",
+        name="alpha",
+        code=marking(first, "raise ImportError('alpha is broken')"),
+    )
     write_module(modules_dir, "b-second", name="beta", code=marking(second))
     write_module(modules_dir, "c-elsewhere", name="gamma", site="shard-2")
     found = by_name(load(modules_dir).modules)
@@ -146,10 +159,13 @@ def test_a_module_in_the_folder_cannot_take_a_built_in_modules_site(
 ) -> None:
     marker = tmp_path / "imported"
     write_module(modules_dir, "mine", site="sandbox", code=marking(marker))
-    rl = bootstrap(Settings(
-        database_url=f"sqlite:///{tmp_path / 'ledger.sqlite3'}", modules_dir=str(modules_dir),
-        module_settings={"RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")},
-    ))
+    rl = bootstrap(
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'ledger.sqlite3'}",
+            modules_dir=str(modules_dir),
+            module_settings={"RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")},
+        )
+    )
     try:
         found = by_name(rl.modules)
     finally:
@@ -189,17 +205,21 @@ FAILURES: dict[str, tuple[Callable[[Path, str], Any], str]] = {
     "bad TOML": (bad_toml, "module.toml is not valid TOML: "),
     "missing field": (missing_field, "module.toml: entry: Field required"),
     "api 2.0": (
-        broken(api="2.0"), "module API 2.0 is not compatible with this core's MODULE_API 1.0"
+        broken(api="2.0"),
+        "module API 2.0 is not compatible with this core's MODULE_API 1.0",
     ),
     "api 1.9": (
-        broken(api="1.9"), "module API 1.9 is not compatible with this core's MODULE_API 1.0"
+        broken(api="1.9"),
+        "module API 1.9 is not compatible with this core's MODULE_API 1.0",
     ),
     "api not a version": (broken(api="one"), "module.toml: api: String should match pattern"),
     "entry file missing": (
-        broken(entry="missing.py:register"), "import failed: FileNotFoundError: "
+        broken(entry="missing.py:register"),
+        "import failed: FileNotFoundError: ",
     ),
     "entry names no function": (
-        broken(entry="code.py:nothing"), "entry 'code.py:nothing' names no function"
+        broken(entry="code.py:nothing"),
+        "entry 'code.py:nothing' names no function",
     ),
     "entry outside the folder": (
         broken(entry="../x.py:register"),
@@ -241,8 +261,9 @@ def test_every_kind_of_failure_side_by_side_still_leaves_a_working_service(
     statuses = [s.status for s in rl.modules]
     assert statuses.count("startup_failed") == len(FAILURES)
     assert by_name(rl.modules)["alpha"].status == "loaded"
-    run = rl.runs.start({"name": "after", "phases": [
-        {"id": "p", "steps": [{"id": "s", "action": "alpha.spawn"}]}]})
+    run = rl.runs.start(
+        {"name": "after", "phases": [{"id": "p", "steps": [{"id": "s", "action": "alpha.spawn"}]}]}
+    )
     rl.runner("w1").tick()
     rl.projector.catch_up()
     row = rl.queries.run(run, rl.clock(), 3)
@@ -252,16 +273,27 @@ def test_every_kind_of_failure_side_by_side_still_leaves_a_working_service(
 def test_a_register_that_raises_keeps_none_of_what_it_registered_first(
     load: Load, modules_dir: Path
 ) -> None:
-    write_module(modules_dir, "a-half", name="half", code="""
+    write_module(
+        modules_dir,
+        "a-half",
+        name="half",
+        code="""
         def register(ctx):
             ctx.action("half.spawn", perform=lambda **_: {"ok": True, "resources": []})
             ctx.lease("half.door", apply=lambda **_: None, restore=lambda **_: None)
             raise RuntimeError("the shard went away mid-registration")
-    """)
-    write_module(modules_dir, "b-whole", name="whole", site="shard-2", code="""
+    """,
+    )
+    write_module(
+        modules_dir,
+        "b-whole",
+        name="whole",
+        site="shard-2",
+        code="""
         def register(ctx):
             ctx.action("half.spawn", perform=lambda **_: {"ok": True, "resources": []})
-    """)
+    """,
+    )
     rl = load(modules_dir)
     found = by_name(rl.modules)
     assert found["half"].reason == (
@@ -280,18 +312,24 @@ def unused(*_: Any) -> Any:
 def test_a_register_that_hangs_is_abandoned_at_its_budget_and_the_next_module_loads(
     modules_dir: Path,
 ) -> None:
-    write_module(modules_dir, "a-slow", name="slow", code="""
+    write_module(
+        modules_dir,
+        "a-slow",
+        name="slow",
+        code="""
         import time
 
         def register(ctx):
             ctx.action("slow.early", perform=lambda **_: None)
             time.sleep(1.0)
             ctx.action("slow.late", perform=lambda **_: None)
-    """)
+    """,
+    )
     write_module(modules_dir, "b-quick", name="quick", site="shard-2")
     registry = Registry()
-    loader = Loader(registry, lambda name: ModuleEvents(name, unused, unused), {},
-                    register_budget_s=0.3)
+    loader = Loader(
+        registry, lambda name: ModuleEvents(name, unused, unused), {}, register_budget_s=0.3
+    )
     began = time.monotonic()
     found = by_name(loader.load([modules_dir]))
     # a sleep cannot be interrupted: the loader gives up on it after its stop grace
@@ -304,11 +342,13 @@ def test_a_register_that_hangs_is_abandoned_at_its_budget_and_the_next_module_lo
     assert set(registry.actions) == {"quick.spawn"}
 
 
-def test_a_module_that_exits_while_importing_fails_alone(
-    load: Load, modules_dir: Path
-) -> None:
-    write_module(modules_dir, "a-exits", name="exits",
-                 code="import sys\nsys.exit('this module thinks it is a script')\n")
+def test_a_module_that_exits_while_importing_fails_alone(load: Load, modules_dir: Path) -> None:
+    write_module(
+        modules_dir,
+        "a-exits",
+        name="exits",
+        code="import sys\nsys.exit('this module thinks it is a script')\n",
+    )
     write_module(modules_dir, "b-good", name="good", site="shard-2")
     try:
         found = by_name(load(modules_dir).modules)
@@ -321,7 +361,10 @@ def test_a_module_that_exits_while_importing_fails_alone(
 def test_a_module_written_in_house_style_with_a_dataclass_loads(
     load: Load, modules_dir: Path
 ) -> None:
-    write_module(modules_dir, "styled", code="""
+    write_module(
+        modules_dir,
+        "styled",
+        code="""
         from __future__ import annotations
 
         from dataclasses import dataclass
@@ -334,7 +377,8 @@ def test_a_module_written_in_house_style_with_a_dataclass_loads(
 
         def register(ctx: object) -> None:
             ctx.action("styled.spawn", perform=lambda **_: {"ok": True, "resources": []})
-    """)
+    """,
+    )
     found = by_name(load(modules_dir).modules)
     assert found["styled"].status == "loaded", found["styled"].reason
 
@@ -347,7 +391,11 @@ def runledger(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
     environ.update(env, COLUMNS="400")
     return subprocess.run(
         [sys.executable, "-c", "from runledger.application.cli.app import main; main()", *args],
-        cwd=cwd, env=environ, capture_output=True, text=True, timeout=60,
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -367,16 +415,34 @@ def test_runledger_modules_lists_every_module_with_site_status_reason_actions_an
     assert runledger("init", cwd=tmp_path, env=env).returncode == 0
     done = runledger("modules", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
-            for line in done.stdout.splitlines() if line.count("│") == 7}
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in done.stdout.splitlines()
+        if line.count("│") == 7
+    }
     assert rows == {
-        "sandbox": ["sandbox", "loaded", "sandbox.spawn, sandbox.zone",
-                    "sandbox.spawn_rate, sandbox.weather", ""],
+        "sandbox": [
+            "sandbox",
+            "loaded",
+            "sandbox.spawn, sandbox.zone",
+            "sandbox.spawn_rate, sandbox.weather",
+            "",
+        ],
         "alpha": ["shard-1", "loaded", "alpha.spawn", "alpha.door", ""],
-        "beta": ["shard-1", "startup_failed", "", "",
-                 "site 'shard-1' is already held by module 'alpha'"],
-        "gamma": ["shard-3", "startup_failed", "", "",
-                  "module API 2.0 is not compatible with this core's MODULE_API 1.0"],
+        "beta": [
+            "shard-1",
+            "startup_failed",
+            "",
+            "",
+            "site 'shard-1' is already held by module 'alpha'",
+        ],
+        "gamma": [
+            "shard-3",
+            "startup_failed",
+            "",
+            "",
+            "module API 2.0 is not compatible with this core's MODULE_API 1.0",
+        ],
         "(d-empty)": ["", "startup_failed", "", "", "no module.toml in the folder"],
     }
     assert "Traceback" not in done.stdout + done.stderr
@@ -409,8 +475,9 @@ def register(ctx):
 def owners(store_url: str, modules_dir: Path) -> Iterator[Runledger]:
     write_module(modules_dir, "alpha", site="shard-a", code=ZONES)
     write_module(modules_dir, "beta", site="shard-b", code=ZONES)
-    rl = bootstrap(Settings(database_url=store_url, builtin_modules="",
-                            modules_dir=str(modules_dir)))
+    rl = bootstrap(
+        Settings(database_url=store_url, builtin_modules="", modules_dir=str(modules_dir))
+    )
     yield rl
     rl.close()
 
@@ -427,8 +494,18 @@ def statuses(rl: Runledger) -> dict[str, str]:
 
 
 def zone_run(rl: Runledger, action: str, *extra: dict[str, Any]) -> None:
-    rl.runs.start({"name": "owned", "phases": [{"id": "p", "advance": "manual", "steps": [
-        {"id": "z", "action": action, "params": {"name": "z1"}}, *extra]}]})
+    rl.runs.start(
+        {
+            "name": "owned",
+            "phases": [
+                {
+                    "id": "p",
+                    "advance": "manual",
+                    "steps": [{"id": "z", "action": action, "params": {"name": "z1"}}, *extra],
+                }
+            ],
+        }
+    )
     rl.runner("w1").tick()
 
 
@@ -467,11 +544,24 @@ def test_a_module_named_core_cannot_expire_another_modules_lease(
 ) -> None:
     write_module(modules_dir, "alpha", site="shard-a", code=ZONES)
     write_module(modules_dir, "core", site="shard-c", code=ZONES)
-    rl = bootstrap(Settings(database_url=store_url, builtin_modules="",
-                            modules_dir=str(modules_dir)))
+    rl = bootstrap(
+        Settings(database_url=store_url, builtin_modules="", modules_dir=str(modules_dir))
+    )
     try:
-        zone_run(rl, "alpha.zone", {"id": "l", "action": "core.lease", "params": {
-            "lease": "alpha.door", "target": "gate", "value": "open", "duration_s": 600}})
+        zone_run(
+            rl,
+            "alpha.zone",
+            {
+                "id": "l",
+                "action": "core.lease",
+                "params": {
+                    "lease": "alpha.door",
+                    "target": "gate",
+                    "value": "open",
+                    "duration_s": 600,
+                },
+            },
+        )
         assert statuses(rl)["alpha.door#gate"] == "live"
         core = by_name(rl.modules)["core"]
         if core.status == "loaded":
@@ -487,8 +577,9 @@ def test_a_module_whose_import_hangs_is_abandoned_and_the_next_module_loads(
     write_module(modules_dir, "a-stuck", name="stuck", code="import time\ntime.sleep(2)\n")
     write_module(modules_dir, "b-quick", name="quick", site="shard-2")
     registry = Registry()
-    loader = Loader(registry, lambda name: ModuleEvents(name, unused, unused), {},
-                    register_budget_s=0.3)
+    loader = Loader(
+        registry, lambda name: ModuleEvents(name, unused, unused), {}, register_budget_s=0.3
+    )
     began = time.monotonic()
     found = by_name(loader.load([modules_dir]))
     assert time.monotonic() - began < 1.5
@@ -506,23 +597,35 @@ def test_a_modules_folder_that_does_not_exist_is_reported(load: Load, tmp_path: 
 def test_a_module_sees_its_own_settings_but_never_the_ledgers_credentials(
     modules_dir: Path,
 ) -> None:
-    write_module(modules_dir, "peek", settings=["SHARED_REGION"], code="""
+    write_module(
+        modules_dir,
+        "peek",
+        settings=["SHARED_REGION"],
+        code="""
         seen = {}
 
         def register(ctx):
             seen.update(ctx.settings)
             ctx.settings["SHARED_REGION"] = "scribbled"
-    """)
-    write_module(modules_dir, "second", site="shard-2", settings=["SHARED_REGION"], code="""
+    """,
+    )
+    write_module(
+        modules_dir,
+        "second",
+        site="shard-2",
+        settings=["SHARED_REGION"],
+        code="""
         seen = {}
 
         def register(ctx):
             seen.update(ctx.settings)
-    """)
+    """,
+    )
     settings = {"RUNLEDGER_DATABASE_URL": "postgresql://u:secret@db/x", "RUNLEDGER_PEEK_X": "1"}
     environ = {"SHARED_REGION": "eu"}
-    loader = Loader(Registry(), lambda name: ModuleEvents(name, unused, unused), settings,
-                    environ=environ)
+    loader = Loader(
+        Registry(), lambda name: ModuleEvents(name, unused, unused), settings, environ=environ
+    )
     loader.load([modules_dir])
     first, second = (sys.modules[f"runledger_module_{n}"] for n in ("peek", "second"))
     assert first.seen == {"RUNLEDGER_PEEK_X": "1", "SHARED_REGION": "eu"}
@@ -531,13 +634,17 @@ def test_a_module_sees_its_own_settings_but_never_the_ledgers_credentials(
 
 
 def test_a_module_that_fails_to_register_has_what_it_started_stopped(modules_dir: Path) -> None:
-    write_module(modules_dir, "leaky", code="""
+    write_module(
+        modules_dir,
+        "leaky",
+        code="""
         stopped = []
 
         def register(ctx):
             ctx.on_close(lambda: stopped.append(True))
             raise RuntimeError("half way")
-    """)
+    """,
+    )
     loader = Loader(Registry(), lambda name: ModuleEvents(name, unused, unused), {})
     [status] = loader.load([modules_dir])
     assert status.reason == "register() raised RuntimeError: half way"

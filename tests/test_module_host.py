@@ -97,8 +97,11 @@ def environment(tmp_path: Path, modules_dir: Path, **more: str) -> dict[str, str
 
 def table(stdout: str) -> dict[str, list[str]]:
     """``runledger modules``'s rows by module: site, status, actions, leases, reason."""
-    return {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
-            for line in stdout.splitlines() if line.count("│") == 7}
+    return {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in stdout.splitlines()
+        if line.count("│") == 7
+    }
 
 
 def timed(*args: str, cwd: Path, env: dict[str, str]) -> tuple[float, Any]:
@@ -136,9 +139,21 @@ def runner_process(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     environ.update(env, PYTHONUNBUFFERED="1")
     return subprocess.Popen(
-        [sys.executable, "-c", "from runledger.application.cli.app import main; main()", "runner",
-         "--interval", "0.1", "--worker", "w1"],
-        cwd=tmp_path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "from runledger.application.cli.app import main; main()",
+            "runner",
+            "--interval",
+            "0.1",
+            "--worker",
+            "w1",
+        ],
+        cwd=tmp_path,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -177,14 +192,21 @@ def cpu_used_over(seconds: float) -> float:
 
 
 def loader_on(modules_dir: Path, registry: Registry | None = None) -> Loader:
-    return Loader(registry or Registry(), lambda name: ModuleEvents(name, unused, unused), {},
-                  register_budget_s=0.3)
+    return Loader(
+        registry or Registry(),
+        lambda name: ModuleEvents(name, unused, unused),
+        {},
+        register_budget_s=0.3,
+    )
 
 
-@pytest.mark.parametrize(("code", "call", "thread"), [
-    (SPIN_IMPORT, "importing it", "module-import-spin"),
-    (SPIN_REGISTER, "register()", "module-register-spin"),
-])
+@pytest.mark.parametrize(
+    ("code", "call", "thread"),
+    [
+        (SPIN_IMPORT, "importing it", "module-import-spin"),
+        (SPIN_REGISTER, "register()", "module-register-spin"),
+    ],
+)
 def test_an_endless_loop_at_load_is_stopped_and_burns_no_more_cpu(
     modules_dir: Path, code: str, call: str, thread: str
 ) -> None:
@@ -207,8 +229,9 @@ def test_an_endless_loop_at_load_is_stopped_and_burns_no_more_cpu(
 def forged(store_url: str, modules_dir: Path) -> Iterator[Runledger]:
     write_module(modules_dir, "alpha", site="shard-a", code=ZONES)
     write_module(modules_dir, "forger", site="shard-f", code=FORGER)
-    rl = bootstrap(Settings(database_url=store_url, builtin_modules="",
-                            modules_dir=str(modules_dir)))
+    rl = bootstrap(
+        Settings(database_url=store_url, builtin_modules="", modules_dir=str(modules_dir))
+    )
     yield rl
     rl.close()
 
@@ -222,8 +245,18 @@ def zone_statuses(rl: Runledger) -> dict[str, str]:
 def test_a_module_that_rewrites_its_context_still_cannot_expire_another_modules_entry(
     forged: Runledger,
 ) -> None:
-    forged.runs.start({"name": "owned", "phases": [{"id": "p", "advance": "manual", "steps": [
-        {"id": "z", "action": "alpha.zone", "params": {"name": "z1"}}]}]})
+    forged.runs.start(
+        {
+            "name": "owned",
+            "phases": [
+                {
+                    "id": "p",
+                    "advance": "manual",
+                    "steps": [{"id": "z", "action": "alpha.zone", "params": {"name": "z1"}}],
+                }
+            ],
+        }
+    )
     forged.runner("w1").tick()
     assert zone_statuses(forged) == {"z1": "live"}
     forger = sys.modules["runledger_module_forger"]
@@ -254,12 +287,24 @@ def test_a_modules_context_offers_its_own_verbs_and_no_path_to_core(forged: Runl
     assert forged.loader is not None
     ctx = forged.loader.context("forger")
     public = {name for name in dir(ctx) if not name.startswith("_")}
-    assert public == {"action", "lease", "events", "log", "settings", "on_close", "name", "site",
-                      "folder"}
+    assert public == {
+        "action",
+        "lease",
+        "events",
+        "log",
+        "settings",
+        "on_close",
+        "name",
+        "site",
+        "folder",
+    }
     assert {n for n in dir(ctx.events) if not n.startswith("_")} == {"reconcile", "expired"}
     assert not [found for found in reachable(ctx) if isinstance(found, CORE_TYPES)]
-    assert not [found for found in reachable(ctx)
-                if isinstance(getattr(found, "__self__", None), CORE_TYPES)]
+    assert not [
+        found
+        for found in reachable(ctx)
+        if isinstance(getattr(found, "__self__", None), CORE_TYPES)
+    ]
 
 
 def test_registering_after_register_returned_is_refused(forged: Runledger) -> None:
@@ -294,20 +339,26 @@ def test_a_module_sees_only_its_own_prefix_and_the_names_it_declared(
         assert rl.loader is not None
         sandbox = rl.loader.context("sandbox").settings
     assert sys.modules["runledger_module_spy"].seen == {
-        "RUNLEDGER_SPY_TOKEN": "t", "GAME_REGION": "eu",
+        "RUNLEDGER_SPY_TOKEN": "t",
+        "GAME_REGION": "eu",
     }
-    assert sandbox == {"RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
-                       "RUNLEDGER_SANDBOX_BUDGET_MS": "700"}
+    assert sandbox == {
+        "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
+        "RUNLEDGER_SANDBOX_BUDGET_MS": "700",
+    }
 
 
-@pytest.mark.parametrize(("declared", "why"), [
-    ("RUNLEDGER_DATABASE_URL", "is the ledger's own setting"),
-    ("POSTGRES_PASSWORD", "is the ledger's own setting"),
-    ("SQLITE_DBNAME", "is the ledger's own setting"),
-    ("PERSISTENCE_MODULE", "is the ledger's own setting"),
-    ("RUNLEDGER_MODULES_DIR", "is core's own setting"),
-    ("RUNLEDGER_OTHER_SECRET", "is not under this module's own prefix RUNLEDGER_SPY_"),
-])
+@pytest.mark.parametrize(
+    ("declared", "why"),
+    [
+        ("RUNLEDGER_DATABASE_URL", "is the ledger's own setting"),
+        ("POSTGRES_PASSWORD", "is the ledger's own setting"),
+        ("SQLITE_DBNAME", "is the ledger's own setting"),
+        ("PERSISTENCE_MODULE", "is the ledger's own setting"),
+        ("RUNLEDGER_MODULES_DIR", "is core's own setting"),
+        ("RUNLEDGER_OTHER_SECRET", "is not under this module's own prefix RUNLEDGER_SPY_"),
+    ],
+)
 def test_a_manifest_declaring_a_setting_that_is_not_its_own_fails_before_its_code_runs(
     modules_dir: Path, tmp_path: Path, declared: str, why: str
 ) -> None:
@@ -342,10 +393,22 @@ def test_runledger_modules_gives_a_reason_for_each_hostile_module_that_fails_to_
     modules_dir: Path, tmp_path: Path
 ) -> None:
     write_module(modules_dir, "a-spin", name="spin", site="s1", code=SPIN_IMPORT)
-    write_module(modules_dir, "b-credentials", name="thief", site="s2",
-                 settings=["RUNLEDGER_DATABASE_URL"], code=SPY)
-    write_module(modules_dir, "c-other", name="peeker", site="s3",
-                 settings=["RUNLEDGER_OTHER_SECRET"], code=SPY)
+    write_module(
+        modules_dir,
+        "b-credentials",
+        name="thief",
+        site="s2",
+        settings=["RUNLEDGER_DATABASE_URL"],
+        code=SPY,
+    )
+    write_module(
+        modules_dir,
+        "c-other",
+        name="peeker",
+        site="s3",
+        settings=["RUNLEDGER_OTHER_SECRET"],
+        code=SPY,
+    )
     write_module(modules_dir, "d-forger", name="forger", site="s4", code=FORGER)
     write_module(modules_dir, "e-lingers", name="lingers", site="s5", code=LINGERS)
     env = environment(tmp_path, modules_dir, RUNLEDGER_OTHER_SECRET="x")
@@ -353,12 +416,19 @@ def test_runledger_modules_gives_a_reason_for_each_hostile_module_that_fails_to_
     seconds, done = timed("modules", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     rows = table(done.stdout)
-    assert rows["spin"][1:] == ["startup_failed", "", "",
-                                "importing it did not finish within 10s and was stopped"]
+    assert rows["spin"][1:] == [
+        "startup_failed",
+        "",
+        "",
+        "importing it did not finish within 10s and was stopped",
+    ]
     assert rows["thief"][4] == (
-        "module.toml: settings: RUNLEDGER_DATABASE_URL is the ledger's own setting")
-    assert rows["peeker"][4] == ("module.toml: settings: RUNLEDGER_OTHER_SECRET is not under "
-                                 "this module's own prefix RUNLEDGER_PEEKER_")
+        "module.toml: settings: RUNLEDGER_DATABASE_URL is the ledger's own setting"
+    )
+    assert rows["peeker"][4] == (
+        "module.toml: settings: RUNLEDGER_OTHER_SECRET is not under "
+        "this module's own prefix RUNLEDGER_PEEKER_"
+    )
     assert (rows["forger"][1], rows["lingers"][1]) == ("loaded", "loaded")
     assert "module lingers left 2 thread(s) running" in done.stderr
     assert seconds < 10 + STOP_GRACE_S + BOUND_S

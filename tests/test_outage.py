@@ -73,25 +73,57 @@ def test_a_lost_database_is_one_warning_when_it_starts_and_one_when_it_ends(
 ) -> None:
     url, proxy = proxied
     marker = tmp_path / "cut-now"
-    env = {**os.environ, "RUNLEDGER_DATABASE_URL": url,
-           "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
-           "RUNLEDGER_MODULES_DIR": str(stall_module(tmp_path)),
-           "RUNLEDGER_STALL_MARKER": str(marker)}
+    env = {
+        **os.environ,
+        "RUNLEDGER_DATABASE_URL": url,
+        "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
+        "RUNLEDGER_MODULES_DIR": str(stall_module(tmp_path)),
+        "RUNLEDGER_STALL_MARKER": str(marker),
+    }
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"name": "stalled", "phases": [{"id": "p", "steps": [
-        {"id": f"s{i}", "action": "stall.spawn"} for i in range(3)]}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "stalled",
+                "phases": [
+                    {
+                        "id": "p",
+                        "steps": [{"id": f"s{i}", "action": "stall.spawn"} for i in range(3)],
+                    }
+                ],
+            }
+        )
+    )
     for _ in range(3):
         started = subprocess.run(
-            [sys.executable, "-c", "from runledger.application.cli.app import main; main()",
-             "start", str(spec)], env=env, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-c",
+                "from runledger.application.cli.app import main; main()",
+                "start",
+                str(spec),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
         )
         assert started.returncode == 0, started.stdout + started.stderr
     err = tmp_path / "runner.err"
     with err.open("wb") as sink:
         runner = subprocess.Popen(
-            [sys.executable, "-c", "from runledger.application.cli.app import main; main()",
-             "runner", "--interval", "0.1", "--worker", "outage"],
-            env=env, stdout=subprocess.DEVNULL, stderr=sink,
+            [
+                sys.executable,
+                "-c",
+                "from runledger.application.cli.app import main; main()",
+                "runner",
+                "--interval",
+                "0.1",
+                "--worker",
+                "outage",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
         )
     try:
         # The cut lands in the middle of a leg, while a perform is out and runs are waiting.

@@ -30,8 +30,14 @@ def test_subclasses_become_their_plain_base_types() -> None:
     assert type(copied) is dict and type(copied["a"][0]) is str
 
 
-NOT_PLAIN = {"bytes": b"x", "a number as key": {1: "a"}, "a generator": (i for i in range(2)),
-             "an unshowable object": Unshowable(), "a masked class": Masked(), "a set": {1.5, 2}}
+NOT_PLAIN = {
+    "bytes": b"x",
+    "a number as key": {1: "a"},
+    "a generator": (i for i in range(2)),
+    "an unshowable object": Unshowable(),
+    "a masked class": Masked(),
+    "a set": {1.5, 2},
+}
 
 
 @pytest.mark.parametrize("what", NOT_PLAIN)

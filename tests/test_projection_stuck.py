@@ -20,8 +20,9 @@ from tests.test_projections import ledger_a_run
 BAD_JSON = b'{"name": "half'
 
 
-def stuck_store(rl: Runledger, topic: str = RUN_STARTED, state: bytes = BAD_JSON
-                ) -> tuple[UUID, int, UUID, UUID]:
+def stuck_store(
+    rl: Runledger, topic: str = RUN_STARTED, state: bytes = BAD_JSON
+) -> tuple[UUID, int, UUID, UUID]:
     """A run before the bad event, the bad event, a run after it: (before, position, bad id,
     after)."""
     before = ledger_a_run(rl, "before")
@@ -105,17 +106,27 @@ def test_another_process_finds_the_same_stuck_event(make_runledger: Factory) -> 
 
 
 def env(store_url: str, tmp_path: Path) -> dict[str, str]:
-    return {"RUNLEDGER_DATABASE_URL": store_url,
-            "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")}
+    return {
+        "RUNLEDGER_DATABASE_URL": store_url,
+        "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
+    }
 
 
 @pytest.mark.slow
 def test_every_command_that_hits_a_stuck_projection_exits_2_with_its_sentence(
-    rl: Runledger, store_url: str, tmp_path: Path,
+    rl: Runledger,
+    store_url: str,
+    tmp_path: Path,
 ) -> None:
     before, position, _, _ = stuck_store(rl)
-    for args in (["runs"], ["log", str(before)], ["tick"], ["rebuild", "--verify"],
-                 ["rebuild"], ["projections"]):
+    for args in (
+        ["runs"],
+        ["log", str(before)],
+        ["tick"],
+        ["rebuild", "--verify"],
+        ["rebuild"],
+        ["projections"],
+    ):
         done = run_cli(*args, cwd=tmp_path, env=env(store_url, tmp_path))
         out = done.stdout + done.stderr
         assert done.returncode == 2, (args, out)
@@ -125,14 +136,19 @@ def test_every_command_that_hits_a_stuck_projection_exits_2_with_its_sentence(
 
 @pytest.mark.slow
 def test_runledger_projections_shows_each_position_lag_and_where_it_is_stuck(
-    rl: Runledger, store_url: str, tmp_path: Path,
+    rl: Runledger,
+    store_url: str,
+    tmp_path: Path,
 ) -> None:
     _, position, bad, _ = stuck_store(rl)
     head = rl.app.recorder.max_notification_id() or 0
     done = run_cli("projections", cwd=tmp_path, env=env(store_url, tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
-    rows = {line.split()[1]: line for line in done.stdout.splitlines() if "│" in line
-            and line.split()[1] in ("runs", "resources", "steps", "run_log")}
+    rows = {
+        line.split()[1]: line
+        for line in done.stdout.splitlines()
+        if "│" in line and line.split()[1] in ("runs", "resources", "steps", "run_log")
+    }
     assert set(rows) == {"runs", "resources", "steps", "run_log"}, done.stdout
     for name in ("runs", "run_log"):
         assert f"│ {position - 1} " in rows[name] and f"│ {head - position + 1} " in rows[name]
@@ -141,11 +157,13 @@ def test_runledger_projections_shows_each_position_lag_and_where_it_is_stuck(
     assert "cannot be decoded" not in rows["steps"] + rows["resources"]
     # the trial was rolled back: nothing moved
     assert rl.projector.positions() == {"runs": 0, "run_log": 0, "resources": 0, "steps": 0} or (
-        rl.projector.positions()["runs"] < position)
+        rl.projector.positions()["runs"] < position
+    )
 
 
 def test_the_runner_says_once_when_it_is_stuck_and_once_when_it_is_clear(
-    rl: Runledger, caplog: pytest.LogCaptureFixture,
+    rl: Runledger,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     _, position, _, _ = stuck_store(rl)
     runner = rl.runner("w1")
@@ -186,14 +204,18 @@ def test_a_legacy_nul_in_a_name_is_projected_or_named_never_skipped(rl: Runledge
 
     before = ledger_a_run(rl, "before")
     with rl.backend.transaction(commit=False) as cursor:
-        cursor.execute(rl.backend.sql(
-            f"SELECT topic, state FROM {events_table(rl.backend)} WHERE topic = %s LIMIT 1"),
-            [RUN_STARTED])
+        cursor.execute(
+            rl.backend.sql(
+                f"SELECT topic, state FROM {events_table(rl.backend)} WHERE topic = %s LIMIT 1"
+            ),
+            [RUN_STARTED],
+        )
         found = cursor.fetchone()
     state = json.loads(bytes(found["state"]))
     bad = uuid4()
-    position = insert_raw(rl, RUN_STARTED, json.dumps({**state, "name": "nul\x00byte"}).encode(),
-                          bad)
+    position = insert_raw(
+        rl, RUN_STARTED, json.dumps({**state, "name": "nul\x00byte"}).encode(), bad
+    )
     try:
         rl.projector.catch_up()
     except ProjectionStuck as stuck:
@@ -206,7 +228,9 @@ def test_a_legacy_nul_in_a_name_is_projected_or_named_never_skipped(rl: Runledge
 
 @pytest.mark.slow
 def test_a_hostile_topic_is_shown_as_text_on_one_line(
-    rl: Runledger, store_url: str, tmp_path: Path,
+    rl: Runledger,
+    store_url: str,
+    tmp_path: Path,
 ) -> None:
     topic = "[bold red]ALERT[/bold red]\n\x1b[31m\u2028[/]:x"
     _, position, _, _ = stuck_store(rl, topic, b"{}")

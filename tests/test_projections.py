@@ -13,7 +13,9 @@ from tests.conftest import Factory
 
 def dump(rl: Runledger) -> dict[str, list[tuple[Any, ...]]]:
     tables = {
-        "rl_runs": "run_id", "rl_resources": "entry_id", "rl_steps": "step_key",
+        "rl_runs": "run_id",
+        "rl_resources": "entry_id",
+        "rl_steps": "step_key",
         "rl_run_log": "position",
     }
     found = {}
@@ -94,7 +96,9 @@ def test_the_sweeps_candidate_query_reads_the_open_entries_index(rl: Runledger) 
         explain = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
         cursor.execute(explain + rl.backend.sql(CANDIDATES), [0.0, 3, 0.0, 0.0, 10])
         plan = " ".join(str([row[k] for k in row.keys()]) for row in cursor.fetchall())  # noqa: SIM118
-    assert "rl_resources_open" in plan or "rl_resources_target" in plan or (
-        "rl_resources_unresolved" in plan
+    assert (
+        "rl_resources_open" in plan
+        or "rl_resources_target" in plan
+        or ("rl_resources_unresolved" in plan)
     ), plan
     assert "rl_resources_run " not in plan and "rl_resources_pkey" not in plan

@@ -44,7 +44,9 @@ MODULE = "world"
 ACTION = "world.spawn"
 LEASE = "weather"
 VIEW_TABLES = {
-    "rl_tracking": "name", "rl_runs": "run_id", "rl_resources": "entry_id",
+    "rl_tracking": "name",
+    "rl_runs": "run_id",
+    "rl_resources": "entry_id",
     "rl_run_log": "position",
 }
 VERDICTS = ("done", "partly", "retry", "terminal", "drifted")
@@ -112,7 +114,8 @@ def expected_status(run: Run, entries: list[Resource], now: datetime) -> Cleanup
         return e.retryable(now, MAX_ATTEMPTS) or (workable and e.under_live_claim(now))
 
     return cleanup_status(
-        running=not run.is_terminal, entries=len(entries),
+        running=not run.is_terminal,
+        entries=len(entries),
         unresolved=sum(e.unresolved for e in entries),
         open_=sum(in_play(e) for e in entries),
     )
@@ -140,9 +143,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.world.answer(ACTION, lambda resources, _: revert_answer(self.verdict, resources))
         self.world.restore_answer = self._restore
         self.restored: Counter[str] = Counter()
-        settings = Settings(
-            database_url=self.url, max_revert_attempts=MAX_ATTEMPTS, **NO_BACKOFF
-        )
+        settings = Settings(database_url=self.url, max_revert_attempts=MAX_ATTEMPTS, **NO_BACKOFF)
         self.rl = bootstrap(settings, self.registry, clock=self.clock)
         self.runs: dict[UUID, str] = {}
         self.entries: list[UUID] = []
@@ -191,7 +192,8 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self._runs(running=True))
     @rule(
-        data=st.data(), how=st.sampled_from(["complete", "abort", "cancel"]),
+        data=st.data(),
+        how=st.sampled_from(["complete", "abort", "cancel"]),
         tick=st.none() | st.sampled_from(VERDICTS),
     )
     def end_a_run_with_cleanup(self, data: st.DataObject, how: str, tick: Verdict | None) -> None:
@@ -250,7 +252,8 @@ class LedgerMachine(RuleBasedStateMachine):
         now = self.clock()
         named = [
             {
-                "kind": "creature", "ref": f"r{self._next()}",
+                "kind": "creature",
+                "ref": f"r{self._next()}",
                 "until": None if until is None else now + timedelta(seconds=until),
             }
             for until in untils
@@ -262,8 +265,14 @@ class LedgerMachine(RuleBasedStateMachine):
     def _lease(self, run_id: UUID, seconds: int) -> None:
         number = self._next()
         entry = self.ledger.ledger.record_lease(
-            run_id, step=f"s{number}", module=MODULE, lease_id=LEASE, target=f"t{number}",
-            baseline="clear", applied="storm", until=self.clock() + timedelta(seconds=seconds),
+            run_id,
+            step=f"s{number}",
+            module=MODULE,
+            lease_id=LEASE,
+            target=f"t{number}",
+            baseline="clear",
+            applied="storm",
+            until=self.clock() + timedelta(seconds=seconds),
             idempotency_key=f"k{number}",
         )
         self.entries.append(entry)
@@ -319,7 +328,9 @@ class LedgerMachine(RuleBasedStateMachine):
             # Everything the sweep may take is few enough here for one pass to take it all.
             now = self.clock()
             owed = [
-                e.ref for e in self._load(self.entries) if e.retryable(now, MAX_ATTEMPTS)
+                e.ref
+                for e in self._load(self.entries)
+                if e.retryable(now, MAX_ATTEMPTS)
                 and (self.runs[e.run_id] == "ended" or (e.is_lease and e.until <= now))
             ]
             assert owed == []
@@ -375,7 +386,8 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(data=st.data(), clear=st.booleans())
     def the_module_reconciles(self, data: st.DataObject, clear: bool) -> None:
         asked = {
-            e.id: e.ref for e in self._named()
+            e.id: e.ref
+            for e in self._named()
             if e.kind != LEASE_KIND and e.state in ("live", "failing")
         }
         refs = sorted(asked.values())
@@ -441,7 +453,11 @@ class LedgerMachine(RuleBasedStateMachine):
             row = rl.queries.entry(entry.id)
             assert row is not None
             assert (row.status, row.attempts, row.terminal, row.claim_worker, row.version) == (
-                entry.state, entry.attempts, entry.terminal, entry.claim_worker, entry.version
+                entry.state,
+                entry.attempts,
+                entry.terminal,
+                entry.claim_worker,
+                entry.version,
             )
 
     def nothing_is_given_back_twice(self, entries: list[Resource]) -> None:
@@ -490,7 +506,9 @@ def run_machine(stores: Stores, examples: int) -> None:
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=examples, stateful_step_count=20, deadline=None,
+            max_examples=examples,
+            stateful_step_count=20,
+            deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )
@@ -505,4 +523,3 @@ def test_every_sequence_keeps_status_derived_and_gives_nothing_back_twice_on_pos
     pg_admin: str,
 ) -> None:
     run_machine(PostgresSchemas(pg_admin), examples=8)
-

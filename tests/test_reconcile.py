@@ -35,22 +35,18 @@ def world(registry: Registry) -> World:
 
 
 def zones(
-    rl: Runledger, run: UUID, refs: list[str], *, until_s: float | None = None,
-    action: str = SPAWN, key: str = "k1", module: str = "world",
+    rl: Runledger,
+    run: UUID,
+    refs: list[str],
+    *,
+    until_s: float | None = None,
+    action: str = SPAWN,
+    key: str = "k1",
+    module: str = "world",
 ) -> list[UUID]:
     held = rl.ledger.record_placeholder(run, "zones", module, action, key)
     until = None if until_s is None else rl.clock() + timedelta(seconds=until_s)
     return rl.ledger.supersede(held, [{"kind": "zone", "ref": r, "until": until} for r in refs])
-
-
-
-
-
-
-
-
-
-
 
 
 # --- "I do not know" is never "it is gone" -----------------------------------------------------
@@ -58,8 +54,18 @@ def zones(
 
 @pytest.mark.parametrize(
     "answer",
-    [None, "x", [], {}, {"ok": True}, {"ok": "yes", "in_force": []}, {"ok": 1, "in_force": []},
-     {"ok": True, "in_force": "z1"}, {"ok": False, "in_force": []}, {"in_force": []}],
+    [
+        None,
+        "x",
+        [],
+        {},
+        {"ok": True},
+        {"ok": "yes", "in_force": []},
+        {"ok": 1, "in_force": []},
+        {"ok": True, "in_force": "z1"},
+        {"ok": False, "in_force": []},
+        {"in_force": []},
+    ],
     ids=repr,
 )
 def test_a_reconcile_without_a_clear_answer_leaves_the_ledger_alone(
@@ -200,9 +206,7 @@ def test_a_reconcile_expiry_writes_the_same_line_an_expiry_does(
     assert by_expiry.detail == {"module": "world", "resource": "zone:z2"}
 
 
-def test_a_resource_still_in_force_is_left_alone(
-    rl: Runledger, world: World, clock: Any
-) -> None:
+def test_a_resource_still_in_force_is_left_alone(rl: Runledger, world: World, clock: Any) -> None:
     run = rl.ledger.start_run("zones")
     ids = zones(rl, run, ["z1", "z2"])
     before = written(rl)
@@ -219,8 +223,14 @@ def test_placeholders_and_leases_are_not_reconciled(
     run = rl.ledger.start_run("zones")
     held = rl.ledger.record_placeholder(run, "zones", "world", SPAWN, "k-open")
     lease = rl.ledger.record_lease(
-        run, step="weather", module="world", lease_id="weather", target="plaza",
-        baseline="clear", applied="storm", until=rl.clock() + timedelta(hours=1),
+        run,
+        step="weather",
+        module="world",
+        lease_id="weather",
+        target="plaza",
+        baseline="clear",
+        applied="storm",
+        until=rl.clock() + timedelta(hours=1),
         idempotency_key="lease-plaza",
     )
     before = written(rl)
@@ -325,11 +335,27 @@ def test_an_expiry_covers_the_owners_matching_entries_in_every_run(
 @pytest.mark.parametrize(
     ("kind", "ref"),
     [
-        ("k" * 65, "z1"), ("zone", "r" * 191), ("", "z1"), ("zone", ""), (None, "z1"),
-        ("zone", None), (5, "z1"), ("zone", ["z1"]), ({"kind": "zone"}, "z1"),
+        ("k" * 65, "z1"),
+        ("zone", "r" * 191),
+        ("", "z1"),
+        ("zone", ""),
+        (None, "z1"),
+        ("zone", None),
+        (5, "z1"),
+        ("zone", ["z1"]),
+        ({"kind": "zone"}, "z1"),
     ],
-    ids=["kind-65", "ref-191", "empty-kind", "empty-ref", "none-kind", "none-ref", "int-kind",
-         "list-ref", "dict-kind"],
+    ids=[
+        "kind-65",
+        "ref-191",
+        "empty-kind",
+        "empty-ref",
+        "none-kind",
+        "none-ref",
+        "int-kind",
+        "list-ref",
+        "dict-kind",
+    ],
 )
 def test_a_malformed_expiry_answers_zero_and_writes_nothing(
     rl: Runledger, world: World, clock: Any, kind: Any, ref: Any
@@ -408,5 +434,3 @@ def test_a_drifted_entry_that_expires_resolves_the_run(
     assert (entry(rl, z1).status, status(rl, run)) == ("drifted", "incomplete")
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}
     assert status(rl, run) == "complete"
-
-

@@ -74,10 +74,16 @@ def open_rl(tmp_path: Path, prefix: str) -> Iterator[Open]:
     opened: list[Runledger] = []
 
     def make(redis_url: str) -> Runledger:
-        rl = bootstrap(Settings(
-            database_url=url, builtin_modules="redis",
-            module_settings={"RUNLEDGER_REDIS_URL": redis_url, "RUNLEDGER_REDIS_PREFIX": prefix},
-        ))
+        rl = bootstrap(
+            Settings(
+                database_url=url,
+                builtin_modules="redis",
+                module_settings={
+                    "RUNLEDGER_REDIS_URL": redis_url,
+                    "RUNLEDGER_REDIS_PREFIX": prefix,
+                },
+            )
+        )
         opened.append(rl)
         (status,) = rl.modules
         assert status.status == "loaded", status.reason
@@ -201,8 +207,16 @@ def test_one_failed_expiry_report_does_not_stop_later_expiries_reaching_the_ledg
 
 
 def door(prefix: str, value: str) -> dict[str, Any]:
-    return {"id": "door", "action": "core.lease", "params": {
-        "lease": "redis.string", "target": f"{prefix}door", "value": value, "duration_s": 600}}
+    return {
+        "id": "door",
+        "action": "core.lease",
+        "params": {
+            "lease": "redis.string",
+            "target": f"{prefix}door",
+            "value": value,
+            "duration_s": 600,
+        },
+    }
 
 
 def test_a_leased_key_another_client_changed_is_drifted_and_keeps_their_value(
@@ -261,7 +275,9 @@ def test_keys_deleted_by_hand_before_their_until_are_reconciled_as_orphaned(
     assert (summary.asked, summary.in_force, summary.orphaned, summary.expired) == (3, 1, 2, 0)
     entries = named(rl, run)
     assert {r: e.status for r, e in entries.items()} == {
-        first: "orphaned", camp: "orphaned", second: "live"
+        first: "orphaned",
+        camp: "orphaned",
+        second: "live",
     }
     assert log_kinds(rl, run).count("resource.orphaned") == 2
     finish(rl, run)
@@ -297,9 +313,23 @@ class OwnRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         if not wait_until(lambda: _unreachable(self.url) is None, 10.0):
             raise RuntimeError(f"redis-server on port {self.port} did not answer")
@@ -338,9 +368,9 @@ def test_a_redis_restart_mid_run_makes_the_module_reconcile_and_the_rest_is_give
     crows = set(named(rl, run))
     assert len(crows) == 2 and keys(conn, prefix) >= crows
     own_redis.restart()  # no persistence: the server comes back empty
-    assert wait_until(
-        lambda: {e.status for e in named(rl, run).values()} == {"orphaned"}, 15.0
-    ), {r: e.status for r, e in named(rl, run).items()}
+    assert wait_until(lambda: {e.status for e in named(rl, run).values()} == {"orphaned"}, 15.0), {
+        r: e.status for r, e in named(rl, run).items()
+    }
     assert log_kinds(rl, run).count("resource.orphaned") == 2
     finish(rl, run, ticks=3)
     entries = named(rl, run)

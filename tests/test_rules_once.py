@@ -78,8 +78,13 @@ def test_the_sql_says_open_and_retryable_of_every_entry_exactly_as_the_domain_do
             step_once(entry, rng, at)
     rl.app.save(*entries.values())
     rl.projector.catch_up()
-    moments = [START, at - timedelta(seconds=50), at, at + timedelta(seconds=30),
-               at + timedelta(seconds=200)]
+    moments = [
+        START,
+        at - timedelta(seconds=50),
+        at,
+        at + timedelta(seconds=30),
+        at + timedelta(seconds=200),
+    ]
     seen_both = set()
     for now in moments:
         sql = flags(rl, run, now)

@@ -69,10 +69,6 @@ def rl(opened: Opener) -> Runledger:
     return opened()
 
 
-
-
-
-
 def phase_of(rl: Runledger, run: UUID) -> int:
     return rl.ledger.get_run(run).phase
 
@@ -84,10 +80,6 @@ def entries(rl: Runledger, run: UUID, kind: str | None = None) -> list[EntryRow]
 
 def headlines(rl: Runledger, run: UUID) -> list[str]:
     return [p.headline for p in rl.runs.describe(run)]
-
-
-
-
 
 
 def made_then_lost(game: Game, error: str = "the answer was lost") -> Answer:
@@ -322,7 +314,9 @@ def test_a_cancel_without_cleanup_keeps_every_entry_in_the_persons_name(
         assert isinstance(last, Resource.Kept) and last.by == "alice"
     found_row = row(rl, run)
     assert (found_row.status, found_row.ended_by, found_row.end_reason) == (
-        "cancelled", "alice", "without cleanup",
+        "cancelled",
+        "alice",
+        "without cleanup",
     )
     assert found_row.cleanup_status == "complete"
     [line] = [x for x in rl.queries.log(run) if x.kind == "cleanup.kept"]
@@ -336,7 +330,9 @@ def test_a_cancel_with_cleanup_is_logged_in_the_persons_name(rl: Runledger, game
     tick(rl)
     found = row(rl, run)
     assert (found.status, found.ended_by, found.end_reason) == (
-        "cancelled", "alice", "with cleanup",
+        "cancelled",
+        "alice",
+        "with cleanup",
     )
     assert game.alive == {} and game.values == {"plaza": "clear"}
 
@@ -383,18 +379,14 @@ def test_the_placeholder_is_in_the_store_before_perform_is_called(
     assert {rl.queries.entry(i).status for i in named} == {"live"}  # type: ignore[union-attr]
 
 
-def test_the_answer_and_the_placeholders_retirement_are_one_save(
-    rl: Runledger, game: Game
-) -> None:
+def test_the_answer_and_the_placeholders_retirement_are_one_save(rl: Runledger, game: Game) -> None:
     run = rl.runs.start(two_phases())
     key = f"{run}:spawn"
     tick(rl)
     placeholder = Resource.create_id(run, "spawn", "@step", key)
     named = [Resource.create_id(run, "spawn", "creature", f"{key}/{i}") for i in range(2)]
     notes = rl.app.recorder.select_notifications(start=1, limit=1000)
-    position = {
-        (n.originator_id, n.originator_version): n.id for n in notes
-    }
+    position = {(n.originator_id, n.originator_version): n.id for n in notes}
     saved = [position[(placeholder, 2)], position[(named[0], 1)], position[(named[1], 1)]]
     succeeded = position[(Step.create_id(run, "spawn"), 3)]
     # One save's events take consecutive positions, in a single transaction.
@@ -492,17 +484,24 @@ MALFORMED: list[tuple[str, Answer, str]] = [
     ("ok without resources", answers({"ok": True}), "not a perform answer"),
     ("a list", answers([{"kind": "creature", "ref": "c1"}]), "not a perform answer"),
     ("resources not a list", answers({"ok": True, "resources": "c1"}), "malformed resource"),
-    ("an empty ref", answers({"ok": True, "resources": [{"kind": "c", "ref": ""}]}),
-     "malformed resource"),
+    (
+        "an empty ref",
+        answers({"ok": True, "resources": [{"kind": "c", "ref": ""}]}),
+        "malformed resource",
+    ),
     ("a refusal", answers({"ok": False, "error": "no room"}), "no room"),
-    ("a throw", throws("the shard dropped the connection"),
-     "raised RuntimeError: the shard dropped the connection"),
+    (
+        "a throw",
+        throws("the shard dropped the connection"),
+        "raised RuntimeError: the shard dropped the connection",
+    ),
     ("a hang past budget_ms", hangs(1.0), "did not answer within 0.1s"),
 ]
 
 
-@pytest.mark.parametrize(("answer", "error"), [m[1:] for m in MALFORMED],
-                         ids=[m[0] for m in MALFORMED])
+@pytest.mark.parametrize(
+    ("answer", "error"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
+)
 def test_a_malformed_perform_answer_is_a_failure_with_a_readable_error(
     rl: Runledger, game: Game, answer: Answer, error: str
 ) -> None:
@@ -534,9 +533,7 @@ def test_three_malformed_answers_of_different_shapes_abort_the_run(
     assert row(rl, run).cleanup_status == "complete"
 
 
-def test_a_refusal_that_says_retrying_cannot_help_aborts_at_once(
-    rl: Runledger, game: Game
-) -> None:
+def test_a_refusal_that_says_retrying_cannot_help_aborts_at_once(rl: Runledger, game: Game) -> None:
     refusal = {"ok": False, "retry": False, "error": "no such boss in this shard"}
     game.script(SPAWN, answers(refusal))
     run = rl.runs.start(spec(phase("p1", step("spawn", SPAWN)), phase("p2", step("b", BUILD))))
@@ -591,7 +588,9 @@ def test_what_a_perform_made_after_a_cancel_without_cleanup_is_ledgered_as_kept(
     run = rl.runs.start(two_phases())
     tick(rl)
     assert sorted((e.kind, e.status) for e in entries(rl, run)) == [
-        ("@step", "kept"), ("creature", "kept"), ("creature", "kept"),
+        ("@step", "kept"),
+        ("creature", "kept"),
+        ("creature", "kept"),
     ]
     assert len(game.alive) == 2 and game.reverts == []
     assert row(rl, run).cleanup_status == "complete"
@@ -617,11 +616,13 @@ def test_w2_a_phase_whose_steps_are_done_never_reads_not_started(
     rl: Runledger, game: Game, clock: Clock
 ) -> None:
     game.script(BUILD, throws())
-    run = rl.runs.start(spec(
-        phase("p1", step("spawn", SPAWN), after_s=10),
-        phase("p2", step("build", BUILD), step("boss", SPAWN), advance="manual"),
-        phase("p3", step("finale", SPAWN)),
-    ))
+    run = rl.runs.start(
+        spec(
+            phase("p1", step("spawn", SPAWN), after_s=10),
+            phase("p2", step("build", BUILD), step("boss", SPAWN), advance="manual"),
+            phase("p3", step("finale", SPAWN)),
+        )
+    )
     seen: list[str] = []
 
     def check() -> None:
@@ -651,9 +652,7 @@ def test_w2_a_phase_whose_steps_are_done_never_reads_not_started(
     assert seen[-3:] == ["Phase p1: done", "Phase p2: done", "Phase p3: done"]
 
 
-def test_w2_waiting_until_is_said_in_utc_whatever_the_hour(
-    rl: Runledger, clock: Clock
-) -> None:
+def test_w2_waiting_until_is_said_in_utc_whatever_the_hour(rl: Runledger, clock: Clock) -> None:
     clock.advance(11 * 3600 + 59 * 60 + 50)  # 23:59:50 UTC
     run = rl.runs.start(two_phases(after_s=15))
     tick(rl)
@@ -680,44 +679,83 @@ def changed(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
 
 
 BAD: list[tuple[str, Any, str]] = [
-    ("unknown action", changed(lambda d: d["phases"][1]["steps"][0].update(action="game.nope")),
-     'phases.1.steps.0.action: no module registers "game.nope"'),
-    ("an action without perform",
-     changed(lambda d: d["phases"][0]["steps"][0].update(action="other.undo")),
-     'phases.0.steps.0.action: no module registers "other.undo"'),
-    ("duplicate step ids across phases",
-     changed(lambda d: d["phases"][1]["steps"][0].update(id="spawn")),
-     "steps: the id 'spawn' is used twice"),
-    ("duplicate step ids in a phase",
-     changed(lambda d: d["phases"][0]["steps"].append(step("spawn", SPAWN))),
-     "steps: the id 'spawn' is used twice"),
-    ("duplicate phase ids", changed(lambda d: d["phases"][1].update(id="p1")),
-     "phases: the id 'p1' is used twice"),
-    ("a negative after_s", changed(lambda d: d["phases"][0].update(after_s=-5)),
-     "phases.0.after_s: Input should be greater than or equal to 0"),
-    ("a negative lease duration",
-     changed(lambda d: d["phases"][0]["steps"][1]["params"].update(duration_s=-60)),
-     "phases.0.steps.1.params.duration_s: Input should be greater than 0"),
-    ("a zero lease duration",
-     changed(lambda d: d["phases"][0]["steps"][1]["params"].update(duration_s=0)),
-     "phases.0.steps.1.params.duration_s"),
-    ("a lease without a target",
-     changed(lambda d: d["phases"][0]["steps"][1]["params"].pop("target")),
-     "phases.0.steps.1.params.target: Field required"),
+    (
+        "unknown action",
+        changed(lambda d: d["phases"][1]["steps"][0].update(action="game.nope")),
+        'phases.1.steps.0.action: no module registers "game.nope"',
+    ),
+    (
+        "an action without perform",
+        changed(lambda d: d["phases"][0]["steps"][0].update(action="other.undo")),
+        'phases.0.steps.0.action: no module registers "other.undo"',
+    ),
+    (
+        "duplicate step ids across phases",
+        changed(lambda d: d["phases"][1]["steps"][0].update(id="spawn")),
+        "steps: the id 'spawn' is used twice",
+    ),
+    (
+        "duplicate step ids in a phase",
+        changed(lambda d: d["phases"][0]["steps"].append(step("spawn", SPAWN))),
+        "steps: the id 'spawn' is used twice",
+    ),
+    (
+        "duplicate phase ids",
+        changed(lambda d: d["phases"][1].update(id="p1")),
+        "phases: the id 'p1' is used twice",
+    ),
+    (
+        "a negative after_s",
+        changed(lambda d: d["phases"][0].update(after_s=-5)),
+        "phases.0.after_s: Input should be greater than or equal to 0",
+    ),
+    (
+        "a negative lease duration",
+        changed(lambda d: d["phases"][0]["steps"][1]["params"].update(duration_s=-60)),
+        "phases.0.steps.1.params.duration_s: Input should be greater than 0",
+    ),
+    (
+        "a zero lease duration",
+        changed(lambda d: d["phases"][0]["steps"][1]["params"].update(duration_s=0)),
+        "phases.0.steps.1.params.duration_s",
+    ),
+    (
+        "a lease without a target",
+        changed(lambda d: d["phases"][0]["steps"][1]["params"].pop("target")),
+        "phases.0.steps.1.params.target: Field required",
+    ),
     ("no name", changed(lambda d: d.pop("name")), "name: Field required"),
     ("no phases", changed(lambda d: d.update(phases=[])), "phases: List should have at least 1"),
-    ("a phase without steps", changed(lambda d: d["phases"][1].pop("steps")),
-     "phases.1.steps: Field required"),
-    ("a phase with no steps", changed(lambda d: d["phases"][1].update(steps=[])),
-     "phases.1.steps: List should have at least 1"),
-    ("a step without action", changed(lambda d: d["phases"][0]["steps"][0].pop("action")),
-     "phases.0.steps.0.action: Field required"),
-    ("a step without id", changed(lambda d: d["phases"][0]["steps"][0].pop("id")),
-     "phases.0.steps.0.id: Field required"),
-    ("an unknown advance rule", changed(lambda d: d["phases"][0].update(advance="later")),
-     "phases.0.advance: Input should be 'manual' or 'auto'"),
-    ("a misspelt field", changed(lambda d: d["phases"][0].update(after=30)),
-     "phases.0.after: Extra inputs are not permitted"),
+    (
+        "a phase without steps",
+        changed(lambda d: d["phases"][1].pop("steps")),
+        "phases.1.steps: Field required",
+    ),
+    (
+        "a phase with no steps",
+        changed(lambda d: d["phases"][1].update(steps=[])),
+        "phases.1.steps: List should have at least 1",
+    ),
+    (
+        "a step without action",
+        changed(lambda d: d["phases"][0]["steps"][0].pop("action")),
+        "phases.0.steps.0.action: Field required",
+    ),
+    (
+        "a step without id",
+        changed(lambda d: d["phases"][0]["steps"][0].pop("id")),
+        "phases.0.steps.0.id: Field required",
+    ),
+    (
+        "an unknown advance rule",
+        changed(lambda d: d["phases"][0].update(advance="later")),
+        "phases.0.advance: Input should be 'manual' or 'auto'",
+    ),
+    (
+        "a misspelt field",
+        changed(lambda d: d["phases"][0].update(after=30)),
+        "phases.0.after: Extra inputs are not permitted",
+    ),
     ("not JSON", '{"name": "festival", "phases": [', "the spec is not valid JSON"),
     ("a JSON list", "[]", "spec: Input should be a valid dictionary"),
 ]

@@ -49,7 +49,8 @@ def open_rl(store_url: str, sandbox_path: Path) -> Iterator[Open]:
 
     def make(**module_settings: str) -> Runledger:
         settings = Settings(
-            database_url=store_url, builtin_modules="sandbox",
+            database_url=store_url,
+            builtin_modules="sandbox",
             module_settings={"RUNLEDGER_SANDBOX_PATH": str(sandbox_path), **module_settings},
             **NO_BACKOFF,
         )
@@ -68,8 +69,10 @@ def rl(open_rl: Open) -> Runledger:
 
 
 def spec(*steps: dict[str, Any], advance: str = "auto") -> dict[str, Any]:
-    return {"name": "sandbox run", "phases": [{"id": "p1", "advance": advance,
-                                               "steps": list(steps)}]}
+    return {
+        "name": "sandbox run",
+        "phases": [{"id": "p1", "advance": advance, "steps": list(steps)}],
+    }
 
 
 def spawn(count: int = 2, step: str = "s1") -> dict[str, Any]:
@@ -142,9 +145,7 @@ def test_a_revert_that_keeps_failing_leaves_the_run_incomplete_after_three_attem
     run = rl.runs.start(spec(spawn(2)))
     ticks(rl, 5)
     entries = named(rl, run)
-    assert {(e.status, e.attempts, e.terminal) for e in entries.values()} == {
-        ("failing", 3, False)
-    }
+    assert {(e.status, e.attempts, e.terminal) for e in entries.values()} == {("failing", 3, False)}
     assert {e.last_error for e in entries.values()} == {
         f"sandbox: {SPAWN} could not reach the shard"
     }
@@ -207,8 +208,10 @@ def test_a_revert_that_hangs_past_the_budget_is_retried(
 @pytest.mark.parametrize(
     ("knob", "error"),
     [
-        ("throw", f"{SPAWN} raised RuntimeError: sandbox: the shard dropped the connection "
-                  "(injected)"),
+        (
+            "throw",
+            f"{SPAWN} raised RuntimeError: sandbox: the shard dropped the connection (injected)",
+        ),
         ("garbage", f'{SPAWN} answered "garbage", which is not a revert answer'),
     ],
     ids=["throw", "garbage"],
@@ -266,9 +269,11 @@ def test_a_failed_perform_is_retried_with_the_same_key_and_makes_one_set_of_thin
 
 
 def lease(target: str, value: Any, duration_s: float = 600) -> dict[str, Any]:
-    return {"id": f"lease-{target}", "action": "core.lease",
-            "params": {"lease": WEATHER, "target": target, "value": value,
-                       "duration_s": duration_s}}
+    return {
+        "id": f"lease-{target}",
+        "action": "core.lease",
+        "params": {"lease": WEATHER, "target": target, "value": value, "duration_s": duration_s},
+    }
 
 
 def test_a_lease_changed_by_somebody_else_is_drifted_and_their_value_stays(
@@ -352,14 +357,21 @@ def test_a_restart_makes_the_module_reconcile_on_its_own(
 def test_every_key_is_performed_once_and_given_back_once(
     rl: Runledger, world: SandboxWorld
 ) -> None:
-    run = rl.runs.start({
-        "name": "festival",
-        "phases": [
-            {"id": "p1", "steps": [spawn(2, "crows"), lease("south", "rain")]},
-            {"id": "p2", "steps": [spawn(1, "king"),
-                                   {"id": "z", "action": ZONE, "params": {"name": "market"}}]},
-        ],
-    })
+    run = rl.runs.start(
+        {
+            "name": "festival",
+            "phases": [
+                {"id": "p1", "steps": [spawn(2, "crows"), lease("south", "rain")]},
+                {
+                    "id": "p2",
+                    "steps": [
+                        spawn(1, "king"),
+                        {"id": "z", "action": ZONE, "params": {"name": "market"}},
+                    ],
+                },
+            ],
+        }
+    )
     ticks(rl, 5)
     assert run_row(rl, run).cleanup_status == "complete"
     assert world.calls(f"perform:{SPAWN}") == {key(run, "crows"): 1, key(run, "king"): 1}
@@ -378,9 +390,18 @@ def sandbox_cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     environ.update(RUNLEDGER_SANDBOX_PATH=str(path), COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-c", "from runledger.application.cli.app import main; main()",
-         "sandbox", *args],
-        cwd=path.parent, env=environ, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "from runledger.application.cli.app import main; main()",
+            "sandbox",
+            *args,
+        ],
+        cwd=path.parent,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

@@ -35,8 +35,13 @@ RED = "\x1b[31m"
 ERROR = f"{CLOSE} {ALERT} {RED}red{SCRIPT}"
 KIND = "[red]crow[/red]"
 REF = f"[/]{CLEAR}{SCRIPT}"
-NAMES = {"close": CLOSE, "alert": ALERT, "escape": f"red {RED} alert", "script": SCRIPT,
-         "plain": "plain festival"}
+NAMES = {
+    "close": CLOSE,
+    "alert": ALERT,
+    "escape": f"red {RED} alert",
+    "script": SCRIPT,
+    "plain": "plain festival",
+}
 
 
 def hostile_module(registry: Registry) -> None:
@@ -58,9 +63,15 @@ def hostile_module(registry: Registry) -> None:
     module.action("screen.spawn", perform=spawn, revert=refuse)
     module.action("screen.fail", perform=fail, revert=lambda **_: {"ok": True})
     module.action("screen.quiet", perform=quiet, revert=lambda **_: {"ok": True})
-    module.lease("screen.sky", apply=lambda target, value, run_id: {
-        "ok": True, "baseline": f"{ALERT}{CLEAR}", "applied": value,
-    }, restore=lambda **_: {"drifted": True, "current": f"{SCRIPT}{RED}"})
+    module.lease(
+        "screen.sky",
+        apply=lambda target, value, run_id: {
+            "ok": True,
+            "baseline": f"{ALERT}{CLEAR}",
+            "applied": value,
+        },
+        restore=lambda **_: {"drifted": True, "current": f"{SCRIPT}{RED}"},
+    )
 
 
 @dataclass
@@ -97,15 +108,21 @@ def hostile(opened: Runledger, store_url: str, clock: Clock) -> Hostile:
         clock.advance(1)  # runs list newest first: each its own second
         return started(document)
 
-    sky = {"lease": "screen.sky", "target": f"north{CLEAR}", "value": f"[/]{RED}",
-           "duration_s": 600}
+    sky = {
+        "lease": "screen.sky",
+        "target": f"north{CLEAR}",
+        "value": f"[/]{RED}",
+        "duration_s": 600,
+    }
     runs = {
-        "close": start(spec(phase("p1", step("spawn", "screen.spawn"),
-                                          step("sky", "core.lease", **sky)), name=CLOSE)),
-        "alert": start(spec(phase("p1", step("s1", "screen.fail")),
-                                    name=ALERT)),
-        "escape": start(spec(phase("p1", step("q", "screen.quiet")),
-                                     name=NAMES["escape"])),
+        "close": start(
+            spec(
+                phase("p1", step("spawn", "screen.spawn"), step("sky", "core.lease", **sky)),
+                name=CLOSE,
+            )
+        ),
+        "alert": start(spec(phase("p1", step("s1", "screen.fail")), name=ALERT)),
+        "escape": start(spec(phase("p1", step("q", "screen.quiet")), name=NAMES["escape"])),
         "script": start(spec(phase("p1", step("q", "screen.quiet")), name=SCRIPT)),
         "plain": start(spec(phase("p1", step("q", "screen.quiet")), name="plain festival")),
     }
@@ -147,8 +164,9 @@ def test_replay_shows_hostile_values_as_typed_and_its_json_stays_json(
     out = shown(run_cli("replay", run, cwd=tmp_path, env=hostile.env))
     assert CLOSE in out and f"terminal: {CLOSE} {ALERT}" in out
     assert out.strip().splitlines()[-1] == "run completed; cleanup status incomplete"
-    as_of = shown(run_cli("replay", run, "--as-of", "2030-01-01T00:00:00", cwd=tmp_path,
-                          env=hostile.env))
+    as_of = shown(
+        run_cli("replay", run, "--as-of", "2030-01-01T00:00:00", cwd=tmp_path, env=hostile.env)
+    )
     assert f"{KIND}:[/]\\x1b[2J{SCRIPT}: failing, 1 attempts" in as_of
     found = json.loads(shown(run_cli("replay", run, "--json", cwd=tmp_path, env=hostile.env)))
     assert found["name"] == CLOSE
@@ -167,8 +185,9 @@ def test_step_shows_hostile_values_and_the_lease_side_by_side_as_typed(
     assert "who changed this, and when?" in sky
     assert f"'{ALERT}\\x1b[2J'" in sky and "'[/]\\x1b[31m'" in sky
     assert f"'{SCRIPT}\\x1b[31m'" in sky
-    at = shown(run_cli("step", str(hostile.entry), "--at", "1", "--json", cwd=tmp_path,
-                       env=hostile.env))
+    at = shown(
+        run_cli("step", str(hostile.entry), "--at", "1", "--json", cwd=tmp_path, env=hostile.env)
+    )
     assert json.loads(at)["name"] == f"{KIND}:{REF}"
 
 
@@ -230,8 +249,9 @@ def test_log_since_shows_what_happened_since_then_and_refuses_a_bad_time(
     out = shown(run_cli("log", str(run), "--since", "2026-12-02T12:00:30", cwd=tmp_path, env=env))
     assert "step.succeeded" in out and "run.started" not in out
     assert "… 1 earlier line; use --limit or --since" in out
-    everything = shown(run_cli("log", str(run), "--since", "2026-12-02T12:00:00+00:00",
-                               cwd=tmp_path, env=env))
+    everything = shown(
+        run_cli("log", str(run), "--since", "2026-12-02T12:00:00+00:00", cwd=tmp_path, env=env)
+    )
     assert "run.started" in everything and "earlier line" not in everything
     for bad in ("yesterday", "2026-13-45"):
         done = run_cli("log", str(run), "--since", bad, cwd=tmp_path, env=env)
@@ -257,8 +277,12 @@ def test_queries_log_answers_the_last_lines_since_a_time_in_store_order(
     opened: Runledger, clock: Clock
 ) -> None:
     rl = opened
-    run = rl.runs.start(spec(phase("p1", step("a", "screen.quiet")),
-                             phase("p2", step("b", "screen.quiet"), advance="manual")))
+    run = rl.runs.start(
+        spec(
+            phase("p1", step("a", "screen.quiet")),
+            phase("p2", step("b", "screen.quiet"), advance="manual"),
+        )
+    )
     clock.advance(60)
     tick(rl)
     rl.projector.catch_up()
@@ -276,8 +300,15 @@ def in_a_terminal(args: list[str], keys: str, cwd: Path, env: dict[str, str]) ->
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     environ |= env | {"COLUMNS": "200", "LINES": "50", "TERM": "xterm"}
     master, slave = pty.openpty()
-    process = subprocess.Popen([*RUNLEDGER, *args], cwd=cwd, env=environ, stdin=slave,
-                               stdout=slave, stderr=slave, close_fds=True)
+    process = subprocess.Popen(
+        [*RUNLEDGER, *args],
+        cwd=cwd,
+        env=environ,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        close_fds=True,
+    )
     os.close(slave)
     os.write(master, keys.encode())
     chunks: list[bytes] = []

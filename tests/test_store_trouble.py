@@ -24,13 +24,25 @@ from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, insert_raw, tables
 from tests.test_cli import run_cli
 
-SPEC = {"name": "Harvest", "phases": [{"id": "p", "advance": "manual", "steps": [
-    {"id": "s", "action": "sandbox.spawn", "params": {"kind": "crow", "count": 1}}]}]}
+SPEC = {
+    "name": "Harvest",
+    "phases": [
+        {
+            "id": "p",
+            "advance": "manual",
+            "steps": [
+                {"id": "s", "action": "sandbox.spawn", "params": {"kind": "crow", "count": 1}}
+            ],
+        }
+    ],
+}
 
 
 def cli(folder: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"RUNLEDGER_DATABASE_URL": url or f"sqlite:///{folder / 'ledger.sqlite3'}",
-           "RUNLEDGER_SANDBOX_PATH": str(folder.parent / f"{folder.name}-sandbox.sqlite3")}
+    env = {
+        "RUNLEDGER_DATABASE_URL": url or f"sqlite:///{folder / 'ledger.sqlite3'}",
+        "RUNLEDGER_SANDBOX_PATH": str(folder.parent / f"{folder.name}-sandbox.sqlite3"),
+    }
     return run_cli(*args, cwd=folder.parent, env=env)
 
 
@@ -82,7 +94,8 @@ def read_only(paths: list[Path]) -> Iterator[None]:
 @pytest.mark.slow
 @pytest.mark.parametrize("what", ["the file", "the file and its folder"])
 def test_a_read_only_store_is_read_when_its_projections_are_current(
-    tmp_path: Path, what: str,
+    tmp_path: Path,
+    what: str,
 ) -> None:
     folder = a_store(tmp_path)
     run_id = cli(folder, "runs").stdout
@@ -94,8 +107,11 @@ def test_a_read_only_store_is_read_when_its_projections_are_current(
         assert listed.returncode == 0 and "Harvest" in listed.stdout, listed.stdout + listed.stderr
         shown = cli(folder, "projections")
         assert shown.returncode == 0, shown.stdout + shown.stderr
-        one_sentence(cli(folder, "start", str(tmp_path / "spec.json")),
-                     "the store is read-only", f"SQLite file {ledger}")
+        one_sentence(
+            cli(folder, "start", str(tmp_path / "spec.json")),
+            "the store is read-only",
+            f"SQLite file {ledger}",
+        )
         one_sentence(cli(folder, "init"), "the store is read-only")
 
 
@@ -103,8 +119,9 @@ def test_a_read_only_store_is_read_when_its_projections_are_current(
 def test_a_read_only_store_whose_projections_lag_says_it_cannot_catch_up(tmp_path: Path) -> None:
     folder = a_store(tmp_path, runs=2)
     with read_only([folder / "ledger.sqlite3", folder]):
-        one_sentence(cli(folder, "runs"),
-                     "the store is read-only and its projections are", "events behind")
+        one_sentence(
+            cli(folder, "runs"), "the store is read-only and its projections are", "events behind"
+        )
         # a tick first records its runner, which is a write
         one_sentence(cli(folder, "tick"), "the store is read-only", "cannot be written")
         shown = cli(folder, "projections")
@@ -117,8 +134,11 @@ def test_a_file_of_random_bytes_is_not_a_database(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "ledger.sqlite3").write_bytes(os.urandom(64 * 1024))
     for args in (["init"], ["runs"], ["tick"], ["projections"]):
-        one_sentence(cli(folder, *args), f"the SQLite file {folder / 'ledger.sqlite3'} is not a "
-                     "database (corrupted or truncated)")
+        one_sentence(
+            cli(folder, *args),
+            f"the SQLite file {folder / 'ledger.sqlite3'} is not a "
+            "database (corrupted or truncated)",
+        )
 
 
 @pytest.mark.slow
@@ -137,8 +157,11 @@ def test_a_store_cut_in_half_is_not_a_database(tmp_path: Path) -> None:
 def small_disk(path: Path, size: str) -> Iterator[Path]:
     """A real file system that fills up: a tmpfs of its own (root only)."""
     path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         pytest.skip(f"cannot mount a small disk here: {done.stderr.strip()}")
     try:
@@ -180,9 +203,11 @@ def test_on_a_full_disk_writes_fail_in_one_sentence_and_an_idle_store_still_read
             # fail: said once, and the loop goes on
             assert (runner.trouble or "").startswith("the disk is full"), runner.trouble
             assert listed.returncode == 0 and "Harvest" in listed.stdout, listed.stdout
-            one_sentence(cli(folder, "start", str(tmp_path / "spec.json")),
-                         f"the disk is full: the SQLite file {folder / 'ledger.sqlite3'} "
-                         "cannot grow", "free some space")
+            one_sentence(
+                cli(folder, "start", str(tmp_path / "spec.json")),
+                f"the disk is full: the SQLite file {folder / 'ledger.sqlite3'} cannot grow",
+                "free some space",
+            )
             filler.unlink()
             deadline = time.monotonic() + 10
             while runner.trouble is not None and time.monotonic() < deadline:
@@ -218,7 +243,9 @@ def _fresh_url(engine: str, tmp_path: Path, pg_admin: str | None) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_many_inits_at_once_on_a_fresh_store_all_succeed(
-    engine: str, tmp_path: Path, request: pytest.FixtureRequest,
+    engine: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     admin = request.getfixturevalue("pg_admin") if engine == "postgres" else None
     from tests.test_cli import RUNLEDGER
@@ -226,16 +253,24 @@ def test_many_inits_at_once_on_a_fresh_store_all_succeed(
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     for _ in range(4):
         url = _fresh_url(engine, tmp_path, admin)
-        procs = [subprocess.Popen([*RUNLEDGER, "init"], cwd=tmp_path, text=True,
-                                  env={**env, "RUNLEDGER_DATABASE_URL": url},
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for _ in range(8)]
+        procs = [
+            subprocess.Popen(
+                [*RUNLEDGER, "init"],
+                cwd=tmp_path,
+                text=True,
+                env={**env, "RUNLEDGER_DATABASE_URL": url},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            for _ in range(8)
+        ]
         try:
             outs = [(p.wait(120), p.stdout.read() if p.stdout else "") for p in procs]
             assert [rc for rc, _ in outs] == [0] * 8, [out for rc, out in outs if rc]
             with bootstrap(Settings(database_url=url), Registry()) as rl:
                 assert rl.projector.positions() == dict.fromkeys(
-                    ("runs", "resources", "steps", "run_log", "runners"), 0)
+                    ("runs", "resources", "steps", "run_log", "runners"), 0
+                )
         finally:
             if admin is not None:
                 with psycopg.connect(admin, autocommit=True) as conn:
@@ -257,7 +292,9 @@ def test_a_rebuild_that_fails_leaves_no_shadow_tables(rl: Runledger) -> None:
 
 @pytest.mark.slow
 def test_a_rebuild_that_fails_through_the_cli_leaves_no_shadow_tables(
-    rl: Runledger, store_url: str, tmp_path: Path,
+    rl: Runledger,
+    store_url: str,
+    tmp_path: Path,
 ) -> None:
     insert_raw(rl, RUN_STARTED, b"[1, 2")
     folder = tmp_path / "cwd"
@@ -270,7 +307,8 @@ def test_a_rebuild_that_fails_through_the_cli_leaves_no_shadow_tables(
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_a_read_only_postgres_is_read_when_current_and_says_when_it_cannot_catch_up(
-    pg_admin: str, tmp_path: Path,
+    pg_admin: str,
+    tmp_path: Path,
 ) -> None:
     """libpq's PGOPTIONS makes every session read-only, as a hot standby's are."""
     from tests.conftest import drop_pg_url, new_pg_url
@@ -283,8 +321,11 @@ def test_a_read_only_postgres_is_read_when_current_and_says_when_it_cannot_catch
     read_only_env = {"PGOPTIONS": "-c default_transaction_read_only=on"}
 
     def ro(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {"RUNLEDGER_DATABASE_URL": url, **read_only_env,
-               "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3")}
+        env = {
+            "RUNLEDGER_DATABASE_URL": url,
+            **read_only_env,
+            "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
+        }
         return run_cli(*args, cwd=folder, env=env)
 
     try:

@@ -72,8 +72,11 @@ def test_runs_stored_with_nan_and_nul_by_an_earlier_version_read_and_rebuild(
     still_works(rl)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-          HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(value=odd_values())
 def test_any_value_is_either_refused_with_nothing_written_or_stored_as_given(
     rl: Runledger, registry: Any, value: Any

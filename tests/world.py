@@ -33,7 +33,9 @@ class World:
         module = registry.module(self.name)
         for action in actions:
             module.action(
-                action, revert=self._revert(action), reconcile=self._reconcile(action),
+                action,
+                revert=self._revert(action),
+                reconcile=self._reconcile(action),
                 budget_ms=budget_ms,
             )
         module.lease("weather", apply=lambda **_: {"ok": True}, restore=self._restore)

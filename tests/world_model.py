@@ -81,7 +81,8 @@ class Attempts:
 
 def entry_attempts(events: list[Any]) -> Attempts:
     claims = [
-        (e.at.timestamp(), e.worker, e.attempt) for e in events
+        (e.at.timestamp(), e.worker, e.attempt)
+        for e in events
         if isinstance(e, Resource.RevertClaimed)
     ]
     verdicts: dict[int, str] = {}
@@ -97,7 +98,8 @@ def entry_attempts(events: list[Any]) -> Attempts:
 
 def step_attempts(events: list[Any]) -> Attempts:
     claims = [
-        (e.at.timestamp(), e.worker, e.attempt) for e in events
+        (e.at.timestamp(), e.worker, e.attempt)
+        for e in events
         if isinstance(e, Step.DispatchClaimed)
     ]
     verdicts: dict[int, str] = {}
@@ -134,7 +136,8 @@ class Audit:
 
     def count(self, what: str, outage: bool | None = None) -> int:
         return sum(
-            1 for c in self.lines
+            1
+            for c in self.lines
             if c["call"] == what and (outage is None or c.get("outage", False) == outage)
         )
 
@@ -165,14 +168,18 @@ class Audit:
         """Every attempt was a call that met an outage and was judged worth retrying."""
         called = {n: i for i, n in attempts.attempt_of.items() if n is not None}
         return bool(attempts.claims) and all(
-            n in called and self.lines[called[n]].get("outage", False)
+            n in called
+            and self.lines[called[n]].get("outage", False)
             and attempts.verdicts.get(n) == "retry"
             for _, _, n in attempts.claims
         )
 
 
 def audit(
-    lines: Calls, found: Histories, entries: list[EntryRow], rows: dict[UUID, RunRow],
+    lines: Calls,
+    found: Histories,
+    entries: list[EntryRow],
+    rows: dict[UUID, RunRow],
     killed: set[str],
 ) -> Audit:
     """Hold the calls file against the store, entry by entry and step by step."""
@@ -183,12 +190,15 @@ def audit(
     _uncalled(result, entries, per_entry)
     for run_id, row in rows.items():
         left = [e for e in entries if e.run_id == run_id and e.status not in RESOLVED]
-        if row.cleanup_status == "incomplete" and left and all(
-            result.only_outages(per_entry[e.entry_id]) for e in left
+        if (
+            row.cleanup_status == "incomplete"
+            and left
+            and all(result.only_outages(per_entry[e.entry_id]) for e in left)
         ):
             result.outage_casualties.append(run_id)
         failed = [
-            a for key, a in steps.items()
+            a
+            for key, a in steps.items()
             if key.startswith(f"{run_id}:") and a.claims and "done" not in a.verdicts.values()
         ]
         if row.status == "aborted" and failed and all(result.only_outages(a) for a in failed):
@@ -255,7 +265,8 @@ def _world_against_ledger(
     for ref in sorted(set(left_named) - world.alive):
         attempts = left_named[ref]
         gave_back = [
-            i for i in attempts.calls
+            i
+            for i in attempts.calls
             if result.lines[i]["outcome"] in ("ok", "partial")
             and ref not in result.lines[i].get("failed", [])
         ]
@@ -273,7 +284,8 @@ def _uncalled(result: Audit, entries: list[EntryRow], per_entry: dict[UUID, Atte
     and died before calling."""
     uncalled = [
         (at, worker, (entry.idempotency_key, entry.kind == PLACEHOLDER_KIND), entry.name, n)
-        for entry in entries for at, worker, n in per_entry[entry.entry_id].uncalled()
+        for entry in entries
+        for at, worker, n in per_entry[entry.entry_id].uncalled()
     ]
     latest: dict[str, tuple[float, tuple[str, bool]]] = {}
     for at, worker, group, _, _ in uncalled:
@@ -282,5 +294,6 @@ def _uncalled(result: Audit, entries: list[EntryRow], per_entry: dict[UUID, Atte
     excused = {(worker, group) for worker, (_, group) in latest.items()}
     result.uncalled = [
         f"attempt {n} of {name} by {worker}{' (killed)' if worker in result.killed else ''}"
-        for _, worker, group, name, n in uncalled if (worker, group) not in excused
+        for _, worker, group, name, n in uncalled
+        if (worker, group) not in excused
     ]

@@ -30,8 +30,11 @@ from runledger.application.modules.threads import left_behind
 from runledger.application.settings import Settings, store_config
 from runledger.domain.errors import DomainError
 
-app = typer.Typer(help="runledger: what a game-event run changed, and giving all of it back.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="runledger: what a game-event run changed, and giving all of it back.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 # No string printed is ever read as markup or emoji codes: styles come from rich.text.Text only.
 console = Console(highlight=False, markup=False, emoji=False)
 T = TypeVar("T")
@@ -49,9 +52,15 @@ def _show_version(asked: bool) -> None:
 
 @app.callback()
 def _options(
-    version: Annotated[bool, typer.Option(
-        "--version", callback=_show_version, is_eager=True, help="Print the version and exit.",
-    )] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_show_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     pass
 
@@ -89,7 +98,8 @@ def _sentence(error: BaseException) -> str:
 def _names(error: OSError, path: str | None) -> bool:
     """Whether the error is about the store's file (or its -wal, -shm)."""
     return bool(path) and os.path.abspath(str(error.filename or "")).startswith(
-        os.path.abspath(str(path)))
+        os.path.abspath(str(path))
+    )
 
 
 @app.command()
@@ -112,14 +122,18 @@ def demo() -> None:
         settings = settings.model_copy(update={"retry_delays_s": (0.5,), "retry_jitter": 0.0})
     where = _guarded(lambda: init_store(settings))
     with _guarded(lambda: bootstrap(settings)) as rl:
-        console.print(Text.assemble(("runledger demo", "bold"),
-                                    f" on the {safe_text(where)}, with the sandbox world\n"))
+        console.print(
+            Text.assemble(
+                ("runledger demo", "bold"), f" on the {safe_text(where)}, with the sandbox world\n"
+            )
+        )
         run_demo(rl, console)
 
 
 @app.command()
-def runs(limit: Annotated[int, typer.Option(help=f"how many runs, at most {MAX_RUNS:,}")] = 20
-         ) -> None:
+def runs(
+    limit: Annotated[int, typer.Option(help=f"how many runs, at most {MAX_RUNS:,}")] = 20,
+) -> None:
     """List recent runs with their cleanup status."""
     _guarded(lambda: within("--limit", limit, MAX_RUNS))
     with _open() as rl:
@@ -162,9 +176,14 @@ def modules() -> None:
         table = Table("module", "site", "status", "actions", "leases", "reason", title="Modules")
         for m in rl.modules:
             style = "green" if m.status == "loaded" else "red"
-            table.add_row(safe_text(m.name or f"({Path(m.folder).name})"), safe_text(m.site or ""),
-                          Text(safe_text(m.status), style=style), _listed(m.actions),
-                          _listed(m.leases), safe_text(m.reason or ""))
+            table.add_row(
+                safe_text(m.name or f"({Path(m.folder).name})"),
+                safe_text(m.site or ""),
+                Text(safe_text(m.status), style=style),
+                _listed(m.actions),
+                _listed(m.leases),
+                safe_text(m.reason or ""),
+            )
         console.print(table)
 
 
@@ -173,8 +192,9 @@ def _listed(values: list[str]) -> str:
 
 
 @app.command()
-def start(spec: Annotated[typer.FileText, typer.Argument(help="a JSON spec file, or - for stdin")]
-          ) -> None:
+def start(
+    spec: Annotated[typer.FileText, typer.Argument(help="a JSON spec file, or - for stdin")],
+) -> None:
     """Start a run from a spec."""
     with _open() as rl:
         run_id = _guarded(lambda: rl.runs.start(spec.read()))
@@ -225,8 +245,9 @@ def cancel(
     """Cancel a run, with cleanup or keeping everything in the world in your name."""
     with _open() as rl:
         kept = _guarded(lambda: rl.ledger.cancel_run(run_id, by, cleanup=cleanup))
-        console.print("cancelled" + ("" if cleanup else f"; {kept} entries kept by "
-                                                          f"{safe_text(by)}"))
+        console.print(
+            "cancelled" + ("" if cleanup else f"; {kept} entries kept by {safe_text(by)}")
+        )
 
 
 @app.command()
@@ -252,8 +273,9 @@ def _default_worker() -> str:
 def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
     with rl.backend.transaction(commit=False) as cursor:
         cursor.execute(
-            rl.backend.sql("SELECT run_id FROM {rl_runs} ORDER BY started_at DESC, run_id DESC "
-                           "LIMIT %s"),
+            rl.backend.sql(
+                "SELECT run_id FROM {rl_runs} ORDER BY started_at DESC, run_id DESC LIMIT %s"
+            ),
             [limit],
         )
         return [UUID(row["run_id"]) for row in cursor.fetchall()][::-1]
@@ -289,8 +311,11 @@ def _leave(code: int | str | None) -> NoReturn:
         sys.exit(code)
     for module, threads in sorted(stuck.items(), key=lambda found: found[0] or ""):
         who = f"module {safe_text(module)}" if module else "an unidentified owner"
-        print(f"runledger: {who} left {len(threads)} thread(s) running "
-              f"({safe_text(', '.join(threads))}); exiting without them", file=sys.stderr)
+        print(
+            f"runledger: {who} left {len(threads)} thread(s) running "
+            f"({safe_text(', '.join(threads))}); exiting without them",
+            file=sys.stderr,
+        )
     if isinstance(code, str):
         print(code, file=sys.stderr)
     logging.shutdown()

@@ -22,33 +22,69 @@ from runledger.projections.queries import EntryRow, RunRow
 LOG_LINES = 200
 """How many of a run's last log lines (and unresolved entries) a screen shows unless asked."""
 
-STATUS_STYLE = {"complete": "green", "pending": "yellow", "incomplete": "red",
-                "not_required": "dim"}
-LINE_STYLE = {"cleanup.reverted": "green", "resource.expired": "green", "cleanup.failed": "red",
-              "cleanup.drifted": "dark_orange", "resource.orphaned": "dark_orange",
-              "cleanup.kept": "bright_black", "cleanup.swept": "cyan", "cleanup.retry": "magenta",
-              "step.failed": "red", "step.succeeded": "blue"}
+STATUS_STYLE = {
+    "complete": "green",
+    "pending": "yellow",
+    "incomplete": "red",
+    "not_required": "dim",
+}
+LINE_STYLE = {
+    "cleanup.reverted": "green",
+    "resource.expired": "green",
+    "cleanup.failed": "red",
+    "cleanup.drifted": "dark_orange",
+    "resource.orphaned": "dark_orange",
+    "cleanup.kept": "bright_black",
+    "cleanup.swept": "cyan",
+    "cleanup.retry": "magenta",
+    "step.failed": "red",
+    "step.succeeded": "blue",
+}
 
 
-def show_runs(console: Console, rl: Runledger, run_ids: list[UUID], *, with_log: bool,
-              limit: int = LOG_LINES, since: datetime | None = None) -> None:
+def show_runs(
+    console: Console,
+    rl: Runledger,
+    run_ids: list[UUID],
+    *,
+    with_log: bool,
+    limit: int = LOG_LINES,
+    since: datetime | None = None,
+) -> None:
     rows = rl.queries.runs(run_ids, rl.clock(), rl.settings.max_revert_attempts)
     table = Table("run", "status", "cleanup", "entries", "unresolved", title="Runs")
     for row in rows:
-        table.add_row(Text(safe_text(row.name)), Text(safe_text(row.status)), _cleanup(row),
-                      str(row.entries), str(row.unresolved))
+        table.add_row(
+            Text(safe_text(row.name)),
+            Text(safe_text(row.status)),
+            _cleanup(row),
+            str(row.entries),
+            str(row.unresolved),
+        )
     console.print(table)
     if with_log:
         for row in rows:
             show_run(console, rl, row, limit=limit, since=since)
 
 
-def show_run(console: Console, rl: Runledger, run: RunRow, *, limit: int = LOG_LINES,
-             since: datetime | None = None) -> None:
-    console.print(Text.assemble(
-        "\n", (safe_text(run.name), "bold"), " ", (str(run.run_id), "dim"),
-        f" — {safe_text(run.status)}, cleanup ", _cleanup(run),
-    ))
+def show_run(
+    console: Console,
+    rl: Runledger,
+    run: RunRow,
+    *,
+    limit: int = LOG_LINES,
+    since: datetime | None = None,
+) -> None:
+    console.print(
+        Text.assemble(
+            "\n",
+            (safe_text(run.name), "bold"),
+            " ",
+            (str(run.run_id), "dim"),
+            f" — {safe_text(run.status)}, cleanup ",
+            _cleanup(run),
+        )
+    )
     try:
         phases = rl.runs.describe(run.run_id)
     except BadRequest:
@@ -56,26 +92,35 @@ def show_run(console: Console, rl: Runledger, run: RunRow, *, limit: int = LOG_L
     for phase in phases:
         console.print(Text(f"  {safe_text(phase.headline)}"))
         if phase.why_not_advanced and run.status == "running":
-            console.print(Text.assemble("    ", ("Why this phase has not advanced:", "dim"),
-                                        f" {safe_text(phase.why_not_advanced)}"))
+            console.print(
+                Text.assemble(
+                    "    ",
+                    ("Why this phase has not advanced:", "dim"),
+                    f" {safe_text(phase.why_not_advanced)}",
+                )
+            )
     _show_log(console, rl, run.run_id, limit, since)
     _show_left(console, rl, run, limit)
 
 
-def _show_log(console: Console, rl: Runledger, run_id: UUID, limit: int,
-              since: datetime | None) -> None:
+def _show_log(
+    console: Console, rl: Runledger, run_id: UUID, limit: int, since: datetime | None
+) -> None:
     lines = rl.queries.log(run_id, limit=limit, since=since)
     earlier = rl.queries.log_size(run_id) - len(lines)
     if earlier > 0:
         plural = "s" if earlier != 1 else ""
-        console.print(Text(f"  … {earlier:,} earlier line{plural}; use --limit or --since",
-                           style="dim"))
+        console.print(
+            Text(f"  … {earlier:,} earlier line{plural}; use --limit or --since", style="dim")
+        )
     for line in lines:
-        console.print(Text.assemble(
-            f"  {line.at:%H:%M:%S} ",
-            (f"{safe_text(line.kind):<18}", LINE_STYLE.get(line.kind, "white")),
-            f" {describe(line.detail)}",
-        ))
+        console.print(
+            Text.assemble(
+                f"  {line.at:%H:%M:%S} ",
+                (f"{safe_text(line.kind):<18}", LINE_STYLE.get(line.kind, "white")),
+                f" {describe(line.detail)}",
+            )
+        )
 
 
 def _show_left(console: Console, rl: Runledger, run: RunRow, limit: int) -> None:
@@ -86,8 +131,9 @@ def _show_left(console: Console, rl: Runledger, run: RunRow, limit: int) -> None
     more = run.unresolved - len(entries)
     if more > 0:
         entries_word = "entry" if more == 1 else "entries"
-        console.print(Text(f"  … {more:,} more unresolved {entries_word}; use --limit",
-                           style="dim"))
+        console.print(
+            Text(f"  … {more:,} more unresolved {entries_word}; use --limit", style="dim")
+        )
 
 
 def _left(entry: EntryRow) -> str:
@@ -96,8 +142,10 @@ def _left(entry: EntryRow) -> str:
     if entry.terminal or entry.status == "drifted":
         why = f"not retried: {why}"
     later = f"; next attempt at {entry.next_attempt:%H:%M:%S} UTC" if entry.next_attempt else ""
-    return (f"{safe_text(entry.name)} {safe_text(entry.status)}, "
-            f"{entry.attempts} attempt{plural} — {safe_text(why)}{later}")
+    return (
+        f"{safe_text(entry.name)} {safe_text(entry.status)}, "
+        f"{entry.attempts} attempt{plural} — {safe_text(why)}{later}"
+    )
 
 
 def _cleanup(run: RunRow) -> Text:

@@ -20,40 +20,104 @@ from runledger.application.services.spec_input import parse_spec
 FESTIVAL: dict[str, Any] = {
     "name": "Harvest festival",
     "phases": [
-        {"id": "gather", "advance": "manual", "steps": [
-            {"id": "spawn-crows", "action": "sandbox.spawn",
-             "params": {"kind": "crow", "count": 4}},
-            {"id": "open-arena", "action": "sandbox.zone",
-             "params": {"name": "arena", "duration_s": 1}},
-            {"id": "fog-north", "action": "core.lease", "params": {
-                "lease": "sandbox.weather", "target": "north", "value": "fog",
-                "duration_s": 3600}},
-        ]},
-        {"id": "finale", "steps": [
-            {"id": "spawn-king", "action": "sandbox.spawn",
-             "params": {"kind": "scarecrow-king", "count": 1}},
-        ]},
+        {
+            "id": "gather",
+            "advance": "manual",
+            "steps": [
+                {
+                    "id": "spawn-crows",
+                    "action": "sandbox.spawn",
+                    "params": {"kind": "crow", "count": 4},
+                },
+                {
+                    "id": "open-arena",
+                    "action": "sandbox.zone",
+                    "params": {"name": "arena", "duration_s": 1},
+                },
+                {
+                    "id": "fog-north",
+                    "action": "core.lease",
+                    "params": {
+                        "lease": "sandbox.weather",
+                        "target": "north",
+                        "value": "fog",
+                        "duration_s": 3600,
+                    },
+                },
+            ],
+        },
+        {
+            "id": "finale",
+            "steps": [
+                {
+                    "id": "spawn-king",
+                    "action": "sandbox.spawn",
+                    "params": {"kind": "scarecrow-king", "count": 1},
+                },
+            ],
+        },
     ],
 }
-MARKET: dict[str, Any] = {"name": "Night market", "phases": [{"id": "open", "steps": [
-    {"id": "spawn-stalls", "action": "sandbox.spawn", "params": {"kind": "stall", "count": 2}},
-]}]}
-PARADE: dict[str, Any] = {"name": "Parade", "phases": [{"id": "march", "advance": "manual",
-    "steps": [{"id": "spawn-floats", "action": "sandbox.spawn",
-               "params": {"kind": "float", "count": 3}}]}]}
-DUEL: dict[str, Any] = {"name": "Duel at dusk", "phases": [{"id": "duel", "steps": [
-    {"id": "spawn-duellists", "action": "sandbox.spawn",
-     "params": {"kind": "duellist", "count": 2}},
-    {"id": "ring", "action": "sandbox.zone", "params": {"name": "ring", "duration_s": 600}},
-]}]}
+MARKET: dict[str, Any] = {
+    "name": "Night market",
+    "phases": [
+        {
+            "id": "open",
+            "steps": [
+                {
+                    "id": "spawn-stalls",
+                    "action": "sandbox.spawn",
+                    "params": {"kind": "stall", "count": 2},
+                },
+            ],
+        }
+    ],
+}
+PARADE: dict[str, Any] = {
+    "name": "Parade",
+    "phases": [
+        {
+            "id": "march",
+            "advance": "manual",
+            "steps": [
+                {
+                    "id": "spawn-floats",
+                    "action": "sandbox.spawn",
+                    "params": {"kind": "float", "count": 3},
+                }
+            ],
+        }
+    ],
+}
+DUEL: dict[str, Any] = {
+    "name": "Duel at dusk",
+    "phases": [
+        {
+            "id": "duel",
+            "steps": [
+                {
+                    "id": "spawn-duellists",
+                    "action": "sandbox.spawn",
+                    "params": {"kind": "duellist", "count": 2},
+                },
+                {
+                    "id": "ring",
+                    "action": "sandbox.zone",
+                    "params": {"name": "ring", "duration_s": 600},
+                },
+            ],
+        }
+    ],
+}
 
 EARLIER_RUNS = 100  # running runs looked at for ones an earlier demo left behind
 Say = Callable[..., None]
 
 
 def sandbox_world(rl: Runledger) -> SandboxWorld:
-    return SandboxWorld(Path(rl.settings.module_settings.get(
-        "RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3")))
+    return SandboxWorld(
+        Path(rl.settings.module_settings.get("RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3"))
+    )
 
 
 def run_demo(rl: Runledger, console: Console) -> list[UUID]:
@@ -71,8 +135,11 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     world.set_value("weather:north", "clear")
     festival, market, parade = (rl.runs.start(s) for s in (FESTIVAL, MARKET, PARADE))
     runner.tick()
-    say(("Tick 1", "bold"), ": every first phase dispatched; the night market finished and was "
-        "given back in the same tick.")
+    say(
+        ("Tick 1", "bold"),
+        ": every first phase dispatched; the night market finished and was "
+        "given back in the same tick.",
+    )
     for phase in rl.runs.describe(festival):
         say(f"  {phase.headline}")
 
@@ -91,17 +158,23 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     say("  the arena zone reaches its deadline and the world closes it")
 
     pause = min(1.0, max(rl.settings.retry_delays_s, default=0.0))
-    say("\n", ("bea", "bold"), f" advances the festival; the runner ticks on, every {pause:g}s "
-        "(a failed attempt waits its back-off, EVENT_RETRY_DELAYS_S, before the next):")
+    say(
+        "\n",
+        ("bea", "bold"),
+        f" advances the festival; the runner ticks on, every {pause:g}s "
+        "(a failed attempt waits its back-off, EVENT_RETRY_DELAYS_S, before the next):",
+    )
     _advance(rl, festival, say)
     for tick in range(2, 6):
         if tick > 2:
             time.sleep(pause)
         report = runner.tick()
         advance = report.advance
-        say(f"  tick {tick}: {count(advance.succeeded, 'step')} done, {advance.failed} failed, "
+        say(
+            f"  tick {tick}: {count(advance.succeeded, 'step')} done, {advance.failed} failed, "
             f"{count(advance.completed, 'run')} completed, {advance.aborted} aborted; "
-            f"cleanup worked {count(len(report.swept), 'run')}")
+            f"cleanup worked {count(len(report.swept), 'run')}"
+        )
         if tick == 2:
             duellist = first_ref(rl, duel, "duellist")
             world.set_fault(duellist, "terminal", True)
@@ -119,15 +192,16 @@ def _settle_earlier_demos(rl: Runledger, say: Say) -> None:
     story needs (the north's weather, above all): they are aborted and given back first."""
     rl.projector.catch_up()
     ours = [parse_spec(s).model_dump(mode="json") for s in (FESTIVAL, MARKET, PARADE, DUEL)]
-    left = [r for r in rl.queries.running_runs(EARLIER_RUNS)
-            if rl.ledger.get_run(r).spec in ours]
+    left = [r for r in rl.queries.running_runs(EARLIER_RUNS) if rl.ledger.get_run(r).spec in ours]
     if not left:
         return
     for run in left:
         rl.ledger.abort_run(run, "an earlier demo stopped before its end")
     rl.cleanup.sweep("demo-runner")
-    say(f"An earlier demo stopped before its end: {count(len(left), 'run')} it left running "
-        "are aborted and given back first.\n")
+    say(
+        f"An earlier demo stopped before its end: {count(len(left), 'run')} it left running "
+        "are aborted and given back first.\n"
+    )
 
 
 def _advance(rl: Runledger, festival: UUID, say: Say) -> None:
@@ -136,8 +210,9 @@ def _advance(rl: Runledger, festival: UUID, say: Say) -> None:
     try:
         rl.runs.advance(festival, "bea")
     except BadRequest as refused:
-        why = next((p.why_not_advanced for p in rl.runs.describe(festival)
-                    if p.why_not_advanced), None)
+        why = next(
+            (p.why_not_advanced for p in rl.runs.describe(festival) if p.why_not_advanced), None
+        )
         say(("  bea cannot: ", "red"), str(refused), f" ({why})" if why else "")
 
 
@@ -153,19 +228,24 @@ def _needs_a_person(
         world.clear_faults()
         say("\nThe shard is mended; ", ("ops", "bold"), " asks for the duel's cleanup once more:")
         summary = rl.cleanup.manual_cleanup(duel, "ops")
-        say(f"  attempted {summary.attempted}, reverted {summary.reverted}, "
-            f"remaining {summary.remaining}")
+        say(
+            f"  attempted {summary.attempted}, reverted {summary.reverted}, "
+            f"remaining {summary.remaining}"
+        )
 
 
 def _the_world_after(rl: Runledger, world: SandboxWorld, runs: list[UUID], say: Say) -> None:
     made = {e.ref for run in runs for e in rl.queries.entries(run)}
     left = sorted(ref for ref in world.things() if ref in made)
-    say(f"\nLeft in the world: {', '.join(left) or 'nothing'}"
-        " (alice's floats stay; she chose to keep them)")
+    say(
+        f"\nLeft in the world: {', '.join(left) or 'nothing'}"
+        " (alice's floats stay; she chose to keep them)"
+    )
     say(f"North weather: {world.value('weather:north')} (the game master's storm, left alone)")
     calls = {key.partition(":"): n for key, n in world.calls("revert:sandbox.spawn").items()}
-    ours = sorted((runs.index(UUID(run)), step, n) for (run, _, step), n in calls.items()
-                  if UUID(run) in runs)
+    ours = sorted(
+        (runs.index(UUID(run)), step, n) for (run, _, step), n in calls.items() if UUID(run) in runs
+    )
     per_step = {step: n for _, step, n in ours}
     say(f"Revert calls per spawn step: {per_step}")
 

@@ -40,13 +40,30 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
 
 
 def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:
-    table = Table("worker", "host", "pid", "started", "last heartbeat", "state", "modules",
-                  "actions", "leases", title=f"Runners (gone after {gone_s} s without a beat)")
+    table = Table(
+        "worker",
+        "host",
+        "pid",
+        "started",
+        "last heartbeat",
+        "state",
+        "modules",
+        "actions",
+        "leases",
+        title=f"Runners (gone after {gone_s} s without a beat)",
+    )
     for info in found:
         table.add_row(
-            *(Text(safe_text(cell)) for cell in (
-                info.worker, info.host, str(info.pid), f"{info.started_at:%Y-%m-%d %H:%M:%S}",
-                ago(info.last_beat, now))),
+            *(
+                Text(safe_text(cell))
+                for cell in (
+                    info.worker,
+                    info.host,
+                    str(info.pid),
+                    f"{info.started_at:%Y-%m-%d %H:%M:%S}",
+                    ago(info.last_beat, now),
+                )
+            ),
             Text(safe_text(info.state), style=STATE_STYLE[info.state]),
             *(Text(_listed(names)) for names in (info.modules, info.actions, info.leases)),
         )
@@ -56,10 +73,17 @@ def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:
 def _plain(info: RunnerInfo, now: datetime) -> dict[str, Any]:
     """The same fields as the table, as JSON: JSON escapes what a terminal could obey."""
     return {
-        "runner_id": info.runner_id, "worker": info.worker, "host": info.host, "pid": info.pid,
-        "started_at": info.started_at, "stopped_at": info.stopped_at,
-        "last_heartbeat": info.last_beat, "last_heartbeat_ago": ago(info.last_beat, now),
-        "state": info.state, "modules": info.modules, "actions": info.actions,
+        "runner_id": info.runner_id,
+        "worker": info.worker,
+        "host": info.host,
+        "pid": info.pid,
+        "started_at": info.started_at,
+        "stopped_at": info.stopped_at,
+        "last_heartbeat": info.last_beat,
+        "last_heartbeat_ago": ago(info.last_beat, now),
+        "state": info.state,
+        "modules": info.modules,
+        "actions": info.actions,
         "leases": info.leases,
     }
 

@@ -21,9 +21,17 @@ from runledger.domain.values import check_text
 from runledger.projections.errors import Stuck
 from runledger.projections.rebuild import choose, rebuild
 
-STATE_STYLE = {"reverted": "green", "expired": "green", "superseded": "green",
-               "failing": "red", "drifted": "dark_orange", "orphaned": "dark_orange",
-               "kept": "bright_black", "live": "white", "placeholder": "cyan"}
+STATE_STYLE = {
+    "reverted": "green",
+    "expired": "green",
+    "superseded": "green",
+    "failing": "red",
+    "drifted": "dark_orange",
+    "orphaned": "dark_orange",
+    "kept": "bright_black",
+    "live": "white",
+    "placeholder": "cyan",
+}
 
 
 def moment(option: str, text: str | None) -> datetime | None:
@@ -74,15 +82,32 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
             head = rl.app.recorder.max_notification_id() or 0
             positions = rl.projector.positions()
             stuck, note = _trial(rl, head, positions)
-            table = Table("projection", "position", "lag", "stuck at", "event", "why",
-                          title=f"store head {head}")
+            table = Table(
+                "projection",
+                "position",
+                "lag",
+                "stuck at",
+                "event",
+                "why",
+                title=f"store head {head}",
+            )
             for name, position in sorted(positions.items()):
                 found = stuck.get(name)
-                where = ("", "", "") if found is None else (
-                    str(found.position),
-                    f"{found.topic} {found.originator_id} v{found.version}", found.reason)
-                table.add_row(*(Text(safe_text(cell)) for cell in
-                                (name, str(position), str(max(head - position, 0)), *where)))
+                where = (
+                    ("", "", "")
+                    if found is None
+                    else (
+                        str(found.position),
+                        f"{found.topic} {found.originator_id} v{found.version}",
+                        found.reason,
+                    )
+                )
+                table.add_row(
+                    *(
+                        Text(safe_text(cell))
+                        for cell in (name, str(position), str(max(head - position, 0)), *where)
+                    )
+                )
             console.print(table)
             if note:
                 console.print(Text(note))
@@ -92,8 +117,9 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
     @app.command(name="rebuild")
     def rebuild_command(
         names: Annotated[list[str] | None, typer.Argument(help="projections; all if none")] = None,
-        verify: Annotated[bool, typer.Option(help="rebuild aside and compare, swap nothing")]
-        = False,
+        verify: Annotated[
+            bool, typer.Option(help="rebuild aside and compare, swap nothing")
+        ] = False,
     ) -> None:
         """Rebuild projections from position zero, then swap them in at once."""
         with open_rl() as rl:
@@ -103,20 +129,30 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
                 console.print(Text.assemble(("runledger:", "red"), f" {safe_text(error.args[0])}"))
                 raise typer.Exit(2) from None
             report = _rebuild(console, rl, names, verify)
-            rate = f"{report.events:,} events in {report.seconds:.2f}s " \
-                   f"({report.events_per_second:,.0f} events/s)"
+            rate = (
+                f"{report.events:,} events in {report.seconds:.2f}s "
+                f"({report.events_per_second:,.0f} events/s)"
+            )
             if not verify:
-                console.print(f"rebuilt {', '.join(report.views)}: {rate}; swapped in at "
-                              f"position {report.position}")
+                console.print(
+                    f"rebuilt {', '.join(report.views)}: {rate}; swapped in at "
+                    f"position {report.position}"
+                )
                 return
             if not report.differences:
-                console.print(f"verified {', '.join(report.views)}: {rate}; "
-                              "the live tables equal a rebuild from zero")
+                console.print(
+                    f"verified {', '.join(report.views)}: {rate}; "
+                    "the live tables equal a rebuild from zero"
+                )
                 return
             table = Table("table", "key", "live", "rebuilt", title="Differences")
             for d in report.differences:
-                table.add_row(safe_text(d.table), safe_text(d.key), safe_text(json_text(d.live)),
-                              safe_text(json_text(d.rebuilt)))
+                table.add_row(
+                    safe_text(d.table),
+                    safe_text(d.key),
+                    safe_text(json_text(d.live)),
+                    safe_text(json_text(d.rebuilt)),
+                )
             console.print(table)
             console.print(Text(f"{len(report.differences)} rows differ", style="red"))
             raise typer.Exit(1)
@@ -124,8 +160,7 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
     @app.command()
     def step(
         entry: Annotated[str, typer.Argument(help="an entry id, or its ref")],
-        at: Annotated[int | None, typer.Option(help="show version N, reading no further")]
-        = None,
+        at: Annotated[int | None, typer.Option(help="show version N, reading no further")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
     ) -> None:
         """Step through one entry's events, version by version."""
@@ -134,8 +169,16 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> 
             stepping = guarded(lambda: rl.history.step(entry_id, at))
             frames = stepping.frames[-1:] if at is not None else stepping.frames
             if as_json:
-                print(json_text({"entry_id": entry_id, "name": stepping.name,
-                                 "versions": stepping.total, "frames": frames}))
+                print(
+                    json_text(
+                        {
+                            "entry_id": entry_id,
+                            "name": stepping.name,
+                            "versions": stepping.total,
+                            "frames": frames,
+                        }
+                    )
+                )
                 return
             if at is None and sys.stdin.isatty() and sys.stdout.isatty():
                 _interactive(console, rl, entry_id, stepping)
@@ -148,22 +191,35 @@ def _show_replay(console: Console, run_id: UUID, found: Replay) -> None:
     title = f"{safe_text(found.name)} {run_id}" + (f" as of {found.as_of}" if found.as_of else "")
     table = Table("#", "time", "entry", "event", "actor", "outcome", title=Text(title))
     for line in found.lines:
-        table.add_row(str(line.position), f"{line.at:%Y-%m-%d %H:%M:%S}", safe_text(line.subject),
-                      safe_text(line.event), safe_text(line.actor or ""),
-                      _styled(line.outcome, STATE_STYLE.get(line.outcome, "white")))
+        table.add_row(
+            str(line.position),
+            f"{line.at:%Y-%m-%d %H:%M:%S}",
+            safe_text(line.subject),
+            safe_text(line.event),
+            safe_text(line.actor or ""),
+            _styled(line.outcome, STATE_STYLE.get(line.outcome, "white")),
+        )
     console.print(table)
     if found.as_of:
         for state in found.entries:
-            console.print(Text.assemble(
-                f"  {safe_text(state.name)}: ",
-                _styled(state.state, STATE_STYLE.get(state.state, "white")),
-                f", {state.attempts} attempts",
-            ))
-    console.print(Text.assemble(f"run {safe_text(found.run_status)}; cleanup status ",
-                                _styled(found.cleanup_status, "bold")))
+            console.print(
+                Text.assemble(
+                    f"  {safe_text(state.name)}: ",
+                    _styled(state.state, STATE_STYLE.get(state.state, "white")),
+                    f", {state.attempts} attempts",
+                )
+            )
+    console.print(
+        Text.assemble(
+            f"run {safe_text(found.run_status)}; cleanup status ",
+            _styled(found.cleanup_status, "bold"),
+        )
+    )
 
-def _trial(rl: Runledger, head: int, positions: dict[str, int]
-           ) -> tuple[dict[str, Stuck], str | None]:
+
+def _trial(
+    rl: Runledger, head: int, positions: dict[str, int]
+) -> tuple[dict[str, Stuck], str | None]:
     if all(position >= head for position in positions.values()):
         return {}, None
     try:
@@ -176,8 +232,12 @@ def _trial(rl: Runledger, head: int, positions: dict[str, int]
 
 def _rebuild(console: Console, rl: Runledger, names: list[str] | None, verify: bool) -> Any:
     head = rl.app.recorder.max_notification_id() or 0
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[rate]}"),
-               TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("rebuilding", total=head or 1, rate="")
         started = datetime.now(UTC)
@@ -210,21 +270,29 @@ def _entry_named(rl: Runledger, text: str) -> UUID:
 
 
 def _show_frame(console: Console, stepping: Stepping, frame: StepFrame) -> None:
-    console.rule(Text(f"{safe_text(stepping.name)} — version {frame.version} of {stepping.total}: "
-                      f"{safe_text(frame.event)} at {frame.at:%Y-%m-%d %H:%M:%S}"))
+    console.rule(
+        Text(
+            f"{safe_text(stepping.name)} — version {frame.version} of {stepping.total}: "
+            f"{safe_text(frame.event)} at {frame.at:%Y-%m-%d %H:%M:%S}"
+        )
+    )
     table = Table("field", "value", "changed from", box=None)
     for name, value in frame.state.items():
         if name in frame.changed:
-            table.add_row(_styled(name, "bold"), Text(_show(value), style="yellow"),
-                          _show(frame.changed[name][0]))
+            table.add_row(
+                _styled(name, "bold"),
+                Text(_show(value), style="yellow"),
+                _show(frame.changed[name][0]),
+            )
         else:
             table.add_row(safe_text(name), _show(value), "")
     console.print(table)
     last = frame.version == stepping.total
     if frame.values is not None and (frame.event == "Drifted" or last):
         values = Table("baseline", "applied", "current", title="who changed this, and when?")
-        values.add_row(*(safe_repr(frame.values.get(k))
-                         for k in ("baseline", "applied", "current")))
+        values.add_row(
+            *(safe_repr(frame.values.get(k)) for k in ("baseline", "applied", "current"))
+        )
         console.print(values)
 
 

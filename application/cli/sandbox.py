@@ -31,15 +31,18 @@ def register(app: typer.Typer, console: Console, guarded: Guard) -> None:
         world = _world(guarded)
         for ref, thing in world.things().items():
             console.print(f"{safe_text(thing['kind']):<10} {safe_text(ref)}")
-        console.print(f"weather:north = {safe_text(world.value('weather:north'))}, "
-                      f"weather:south = {safe_text(world.value('weather:south'))}")
+        console.print(
+            f"weather:north = {safe_text(world.value('weather:north'))}, "
+            f"weather:south = {safe_text(world.value('weather:south'))}"
+        )
 
     @sandbox_app.command("fault")
     def sandbox_fault(
         scope: Annotated[str, typer.Argument(help="an action id (sandbox.spawn) or a ref")],
         knob: Annotated[str, typer.Argument(help=KNOBS)],
-        value: Annotated[str, typer.Argument(help="a JSON value: a count, seconds, a list")]
-        = "true",
+        value: Annotated[
+            str, typer.Argument(help="a JSON value: a count, seconds, a list")
+        ] = "true",
     ) -> None:
         """Inject a fault into the sandbox's module."""
         guarded(lambda: _set_fault(guarded, _typed("SCOPE", scope), knob, value))

@@ -123,9 +123,9 @@ def _parse(model: type[_Answer], raw: Any) -> Any:
         return None
 
 
-def _judged(judge: Callable[[Outcome, str], T], failed: Callable[[str], T]) -> Callable[
-    [Outcome, str], T
-]:
+def _judged(
+    judge: Callable[[Outcome, str], T], failed: Callable[[str], T]
+) -> Callable[[Outcome, str], T]:
     """Judging never raises: if reading an answer fails after all, that is a readable retry."""
 
     @wraps(judge)

@@ -46,8 +46,13 @@ class ModuleStopped(BaseException):
 
 
 def call_with_deadline(
-    fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float, *, raw: bool = False,
-    stop: bool = False, name: str | None = None,
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    seconds: float,
+    *,
+    raw: bool = False,
+    stop: bool = False,
+    name: str | None = None,
 ) -> Outcome:
     """Call a module's function, sync or async, and never wait longer than ``seconds``.
 
@@ -93,7 +98,8 @@ def _stop(thread: threading.Thread, finished: threading.Event) -> bool:
     while thread.is_alive() and time.monotonic() < grace:
         if not finished.is_set():  # once it is answering, it is ending on its own
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(thread.ident or 0), ctypes.py_object(ModuleStopped))
+                ctypes.c_ulong(thread.ident or 0), ctypes.py_object(ModuleStopped)
+            )
         thread.join(0.05)
     return not thread.is_alive()
 

@@ -47,8 +47,12 @@ class ModuleEvents(_Sealed):
     reconcile: Callable[[], Any]
     expired: Callable[..., dict[str, int]]
 
-    def __init__(self, module: str, reconcile: Callable[[str], Any],
-                 expired: Callable[[str, Any, Any], dict[str, int]]) -> None:
+    def __init__(
+        self,
+        module: str,
+        reconcile: Callable[[str], Any],
+        expired: Callable[[str, Any, Any], dict[str, int]],
+    ) -> None:
         def ask() -> Any:
             """The module saw its own reconnect: ask which of its entries are still in force.
 
@@ -115,8 +119,17 @@ class ModuleContext(_Sealed):
     ``events``, ``log``, ``settings`` (its own only), and ``name``, ``site``, ``folder`` to show.
     ``name`` is for the module's own messages: core never reads it back to decide an owner."""
 
-    __slots__ = ("action", "events", "folder", "lease", "log", "name", "on_close", "settings",
-                 "site")
+    __slots__ = (
+        "action",
+        "events",
+        "folder",
+        "lease",
+        "log",
+        "name",
+        "on_close",
+        "settings",
+        "site",
+    )
     name: str
     site: str
     folder: Path
@@ -127,8 +140,16 @@ class ModuleContext(_Sealed):
     lease: Callable[..., None]
     on_close: Callable[[Callable[[], None]], None]
 
-    def __init__(self, *, name: str, site: str, folder: Path, events: ModuleEvents,
-                 settings: dict[str, str], registration: Registration) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        site: str,
+        folder: Path,
+        events: ModuleEvents,
+        settings: dict[str, str],
+        registration: Registration,
+    ) -> None:
         def action(action_id: str, **kwargs: Any) -> None:
             registration.action(action_id, **kwargs)
 
@@ -138,6 +159,14 @@ class ModuleContext(_Sealed):
         def on_close(fn: Callable[[], None]) -> None:
             registration.on_close(fn)
 
-        self._seal(name=name, site=site, folder=folder, events=events,
-                   log=logging.getLogger(f"runledger.module.{name}"), settings=settings,
-                   action=action, lease=lease, on_close=on_close)
+        self._seal(
+            name=name,
+            site=site,
+            folder=folder,
+            events=events,
+            log=logging.getLogger(f"runledger.module.{name}"),
+            settings=settings,
+            action=action,
+            lease=lease,
+            on_close=on_close,
+        )

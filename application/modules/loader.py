@@ -86,9 +86,15 @@ class Loader:
     each module is given only its own part of them (``module_scope``).
     """
 
-    def __init__(self, registry: Registry, events: Callable[[str], ModuleEvents],
-                 settings: Mapping[str, str], register_budget_s: float = 10.0,
-                 environ: Mapping[str, str] | None = None, close_budget_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        events: Callable[[str], ModuleEvents],
+        settings: Mapping[str, str],
+        register_budget_s: float = 10.0,
+        environ: Mapping[str, str] | None = None,
+        close_budget_s: float = 2.0,
+    ) -> None:
         self.registry = registry
         self.events = events
         self.settings = settings
@@ -102,7 +108,8 @@ class Loader:
         dirs = list(dirs)
         missing = [
             ModuleStatus(str(d), None, None, "startup_failed", "the modules folder does not exist")
-            for d in dirs if not d.is_dir()
+            for d in dirs
+            if not d.is_dir()
         ]
         return missing + [self.load_folder(folder) for folder in folders(dirs)]
 
@@ -141,8 +148,9 @@ class Loader:
         for closer in registration.closers:
             budget = max(0.05, deadline - time.monotonic())
             with watching(name):
-                outcome = call_with_deadline(closer, {}, budget, raw=True,
-                                             name=f"module-close-{name}")
+                outcome = call_with_deadline(
+                    closer, {}, budget, raw=True, name=f"module-close-{name}"
+                )
             if isinstance(outcome, TimedOut):
                 log.warning("closing module %s: a closer did not finish and was left behind", name)
             elif isinstance(outcome, Raised):
@@ -157,8 +165,12 @@ class Loader:
         settings = self._settings(manifest)
         with watching(manifest.name):
             imported = call_with_deadline(
-                import_entry, {"folder": folder, "manifest": manifest}, self.register_budget_s,
-                raw=True, stop=True, name=f"module-import-{manifest.name}",
+                import_entry,
+                {"folder": folder, "manifest": manifest},
+                self.register_budget_s,
+                raw=True,
+                stop=True,
+                name=f"module-import-{manifest.name}",
             )
         if isinstance(imported, TimedOut | Raised):
             raise ModuleFailed(_failure("importing it", imported))
@@ -167,8 +179,12 @@ class Loader:
         scratch = Registry()
         registration = Registration(scratch.module(manifest.name))
         context = ModuleContext(
-            name=manifest.name, site=manifest.site, folder=folder,
-            events=self.events(manifest.name), settings=settings, registration=registration,
+            name=manifest.name,
+            site=manifest.site,
+            folder=folder,
+            events=self.events(manifest.name),
+            settings=settings,
+            registration=registration,
         )
         try:
             self._register(imported.value, manifest.name, context, registration, scratch)
@@ -193,16 +209,31 @@ class Loader:
         for hosted in self.hosted:
             theirs = settings_prefix(hosted.name)
             if prefix.startswith(theirs) or theirs.startswith(prefix):
-                raise ModuleFailed(f"its settings prefix {prefix} overlaps module "
-                                   f"{hosted.name!r}'s {theirs}: one would read the other's")
-        return module_scope(manifest.name, frozenset(manifest.settings), self.settings,
-                            self.environ)
+                raise ModuleFailed(
+                    f"its settings prefix {prefix} overlaps module "
+                    f"{hosted.name!r}'s {theirs}: one would read the other's"
+                )
+        return module_scope(
+            manifest.name, frozenset(manifest.settings), self.settings, self.environ
+        )
 
-    def _register(self, register: Any, name: str, context: ModuleContext,
-                  registration: Registration, scratch: Registry) -> None:
+    def _register(
+        self,
+        register: Any,
+        name: str,
+        context: ModuleContext,
+        registration: Registration,
+        scratch: Registry,
+    ) -> None:
         with watching(name):
-            outcome = call_with_deadline(register, {"ctx": context}, self.register_budget_s,
-                                         raw=True, stop=True, name=f"module-register-{name}")
+            outcome = call_with_deadline(
+                register,
+                {"ctx": context},
+                self.register_budget_s,
+                raw=True,
+                stop=True,
+                name=f"module-register-{name}",
+            )
         registration.close()
         if isinstance(outcome, TimedOut | Raised):
             raise ModuleFailed(_failure("register()", outcome))
@@ -218,8 +249,11 @@ class Loader:
 
 def _failure(what: str, outcome: Outcome) -> str:
     if isinstance(outcome, TimedOut):
-        how = (" and was stopped" if outcome.stopped
-               else "; it could not be stopped and was left running")
+        how = (
+            " and was stopped"
+            if outcome.stopped
+            else "; it could not be stopped and was left running"
+        )
         return f"{what} did not finish within {outcome.seconds:g}s{how}"
     if isinstance(outcome, Raised):
         error = outcome.error

@@ -56,9 +56,12 @@ def left_behind(grace_s: float) -> dict[str | None, list[str]]:
     would keep the interpreter from exiting."""
     deadline = time.monotonic() + grace_s
     waiting = [
-        t for t in threading.enumerate()
-        if t.is_alive() and not t.daemon
-        and t is not threading.main_thread() and t is not threading.current_thread()
+        t
+        for t in threading.enumerate()
+        if t.is_alive()
+        and not t.daemon
+        and t is not threading.main_thread()
+        and t is not threading.current_thread()
     ]
     found: dict[str | None, list[str]] = {}
     for thread in waiting:

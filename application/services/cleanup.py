@@ -32,6 +32,7 @@ from runledger.domain.runlog import LogEntry
 log = logging.getLogger("runledger.cleanup")
 TROUBLE_SWEEPS = 5
 
+
 class Cleanup(Service):
     """Gives back what terminal runs took: the sweep, one run's pass, and a person's retry.
 
@@ -41,7 +42,10 @@ class Cleanup(Service):
     """
 
     def __init__(
-        self, parts: Parts, ledger: Ledger, give_back: GiveBack,
+        self,
+        parts: Parts,
+        ledger: Ledger,
+        give_back: GiveBack,
         serving: Callable[[], ServedElsewhere] = served_nowhere,
     ) -> None:
         super().__init__(parts)
@@ -95,8 +99,11 @@ class Cleanup(Service):
             for entry in chosen:
                 entry.reset_attempts(by, now)
             line = LogEntry(
-                key=f"retry|{run_id}|{uuid4()}", run_id=run_id, kind="cleanup.retry",
-                detail={"by": by, "resources": len(chosen)}, at=now,
+                key=f"retry|{run_id}|{uuid4()}",
+                run_id=run_id,
+                kind="cleanup.retry",
+                detail={"by": by, "resources": len(chosen)},
+                at=now,
             )
             return [*chosen, line]
 
@@ -141,9 +148,7 @@ class Cleanup(Service):
         return summary
 
     def _left_to_others(self, group: Group) -> bool:
-        return not self.give_back.served_here(group) and self.elsewhere(
-            self.give_back.needs(group)
-        )
+        return not self.give_back.served_here(group) and self.elsewhere(self.give_back.needs(group))
 
     def _claim(self, group: Group, loaded: dict[UUID, Resource], worker: str) -> None:
         """Claim the group in memory, for one call: its budget plus the slack."""
@@ -161,7 +166,11 @@ class Cleanup(Service):
         return self.clock() + self.give_back.budget(group) + slack
 
     def _save_then_claim(
-        self, run_id: UUID, previous: Judged | None, group: Group, worker: str,
+        self,
+        run_id: UUID,
+        previous: Judged | None,
+        group: Group,
+        worker: str,
         summary: Summary,
     ) -> None:
         """The last call's verdict and the next call's claim in one save: the claim is durable
@@ -189,8 +198,9 @@ class Cleanup(Service):
             final = replace(summary)
             final.add(judged.counts)
             try:
-                self.app.save(*judged.group.claimed.values(), judged.line,
-                              self._swept(run_id, final))
+                self.app.save(
+                    *judged.group.claimed.values(), judged.line, self._swept(run_id, final)
+                )
             except IntegrityError:
                 self._settle_apart(run_id, judged, worker, summary)
             else:
@@ -230,13 +240,16 @@ class Cleanup(Service):
 
     def _judge(self, run_id: UUID, group: Group, verdict: Verdict, worker: str) -> Judged:
         return judge_group(
-            run_id, group, verdict, worker, self.clock(), self.settings.backoff,
+            run_id,
+            group,
+            verdict,
+            worker,
+            self.clock(),
+            self.settings.backoff,
             self.settings.max_revert_attempts,
         )
 
-    def _settle_apart(
-        self, run_id: UUID, judged: Judged, worker: str, summary: Summary
-    ) -> None:
+    def _settle_apart(self, run_id: UUID, judged: Judged, worker: str, summary: Summary) -> None:
         """Something else changed an entry while the call was out (an expiry, a reconcile, a
         worker that took over an expired claim): judge on fresh state only what this worker
         still holds, and save it alone."""
@@ -244,7 +257,8 @@ class Cleanup(Service):
         # Settled by another writer while the call was out: no longer remaining either.
         summary.remaining -= sum(1 for e in fresh.values() if not e.unresolved)
         mine = {
-            i: e for i, e in fresh.items()
+            i: e
+            for i, e in fresh.items()
             if e.claim_worker == worker and e.attempts == judged.group.claimed[i].attempts
         }
         if not mine:
@@ -259,6 +273,9 @@ class Cleanup(Service):
 
     def _swept(self, run_id: UUID, summary: Summary) -> LogEntry:
         return LogEntry(
-            key=f"swept|{run_id}|{uuid4()}", run_id=run_id, kind="cleanup.swept",
-            detail=asdict(summary), at=self.clock(),
+            key=f"swept|{run_id}|{uuid4()}",
+            run_id=run_id,
+            kind="cleanup.swept",
+            detail=asdict(summary),
+            at=self.clock(),
         )

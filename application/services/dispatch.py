@@ -27,8 +27,14 @@ class Dispatcher:
     runner that serves it; with none, the attempt fails without a call and waits its back-off."""
 
     def __init__(
-        self, *, app: LedgerApp, ledger: Ledger, registry: Registry, core_lease: CoreLease,
-        settings: Settings, clock: Callable[[], datetime],
+        self,
+        *,
+        app: LedgerApp,
+        ledger: Ledger,
+        registry: Registry,
+        core_lease: CoreLease,
+        settings: Settings,
+        clock: Callable[[], datetime],
     ) -> None:
         self.app = app
         self.ledger = ledger
@@ -49,8 +55,11 @@ class Dispatcher:
             return self._unanswered(step, worker, PerformFailed(error, final=final))
         now = self.clock()
         budget_ms = action.budget_ms or self.settings.default_budget_ms
-        step.claim_dispatch(worker, now, now + timedelta(
-            milliseconds=budget_ms, seconds=self.settings.claim_slack_s))
+        step.claim_dispatch(
+            worker,
+            now,
+            now + timedelta(milliseconds=budget_ms, seconds=self.settings.claim_slack_s),
+        )
         try:
             self.app.save(step)
         except IntegrityError:
@@ -61,8 +70,7 @@ class Dispatcher:
         )
         outcome = call_with_deadline(
             action.perform,
-            {"params": step.params, "idempotency_key": step.idempotency_key,
-             "run_id": str(run_id)},
+            {"params": step.params, "idempotency_key": step.idempotency_key, "run_id": str(run_id)},
             budget_ms / 1000,
         )
         answer = parse_perform(outcome, step.action)

@@ -38,8 +38,9 @@ class Loaded:
         modules = {s.name for s in statuses if s.status == "loaded" and s.name}
         modules |= {action.module for action in registry.actions.values()}
         modules |= {lease.module for lease in registry.leases.values()}
-        return cls(tuple(sorted(modules)), tuple(sorted(registry.actions)),
-                   tuple(sorted(registry.leases)))
+        return cls(
+            tuple(sorted(modules)), tuple(sorted(registry.actions)), tuple(sorted(registry.leases))
+        )
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,11 @@ class Fleet:
     """
 
     def __init__(
-        self, app: LedgerApp, rows: RunnerRows, *, gone_after_s: float,
+        self,
+        app: LedgerApp,
+        rows: RunnerRows,
+        *,
+        gone_after_s: float,
         clock: Callable[[], datetime],
     ) -> None:
         self.app = app
@@ -91,10 +96,18 @@ class Fleet:
         # and the runner joins again under a new id; a record without a heartbeat would be a
         # runner shown as gone that never was.
         self.rows.beat(runner_id, at)
-        self.app.save(RunnerRecord.start(
-            runner_id, name, made_storable(socket.gethostname()), os.getpid(),
-            _names(modules), _names(actions), _names(leases), at,
-        ))
+        self.app.save(
+            RunnerRecord.start(
+                runner_id,
+                name,
+                made_storable(socket.gethostname()),
+                os.getpid(),
+                _names(modules),
+                _names(actions),
+                _names(leases),
+                at,
+            )
+        )
         return runner_id
 
     def beat(self, runner_id: UUID) -> None:

@@ -51,8 +51,10 @@ class GiveBack:
             outcome = call_with_deadline(
                 lease.restore,
                 {
-                    "baseline": payload.get("baseline"), "expected": payload.get("applied"),
-                    "run_id": str(head.run_id), "target": target,
+                    "baseline": payload.get("baseline"),
+                    "expected": payload.get("applied"),
+                    "run_id": str(head.run_id),
+                    "target": target,
                 },
                 seconds,
             )
@@ -78,8 +80,11 @@ class GiveBack:
         ]
         outcome = call_with_deadline(
             action.revert,
-            {"resources": resources, "idempotency_key": head.idempotency_key,
-             "run_id": str(head.run_id)},
+            {
+                "resources": resources,
+                "idempotency_key": head.idempotency_key,
+                "run_id": str(head.run_id),
+            },
             seconds,
         )
         return classify_revert(outcome, head.action)

@@ -36,7 +36,10 @@ def group_entries(rows: list[EntryRow]) -> list[Group]:
         if row.kind == LEASE_KIND:
             return ("lease", str(row.entry_id))
         return (
-            "step", row.step, row.idempotency_key, row.action or "",
+            "step",
+            row.step,
+            row.idempotency_key,
+            row.action or "",
             str(row.kind == PLACEHOLDER_KIND),
         )
 

@@ -14,8 +14,19 @@ from runledger.domain.run import Run
 from runledger.domain.status import CleanupStatus, cleanup_status
 from runledger.domain.step import Step
 
-STATE_FIELDS = ("state", "attempts", "terminal", "claim_worker", "claim_expires_at",
-                "next_attempt_at", "last_error", "payload", "drift_current", "kept_by", "note")
+STATE_FIELDS = (
+    "state",
+    "attempts",
+    "terminal",
+    "claim_worker",
+    "claim_expires_at",
+    "next_attempt_at",
+    "last_error",
+    "payload",
+    "drift_current",
+    "kept_by",
+    "note",
+)
 
 
 @dataclass(frozen=True)
@@ -69,12 +80,16 @@ class Stepping:
 class History(Service):
     """Reads the store itself (never the projections' opinion) to answer for the past."""
 
-    def replay(self, run_id: UUID, as_of: datetime | None = None,
-               entry_ref: str | None = None) -> Replay:
+    def replay(
+        self, run_id: UUID, as_of: datetime | None = None, entry_ref: str | None = None
+    ) -> Replay:
         """Every event of a run and of its ledger entries, in store order."""
         self.projector.catch_up()
-        entries = [e.entry_id for e in self.queries.entries(run_id)
-                   if entry_ref is None or e.ref == entry_ref or e.name == entry_ref]
+        entries = [
+            e.entry_id
+            for e in self.queries.entries(run_id)
+            if entry_ref is None or e.ref == entry_ref or e.name == entry_ref
+        ]
         if entry_ref is not None and not entries:
             raise NotFound(f"run {run_id} has no entry {entry_ref!r}")
         steps = [] if entry_ref else self.queries.step_keys(run_id)
@@ -91,20 +106,31 @@ class History(Service):
             actor = _actor(event, before)  # before mutate(), which changes the aggregate in place
             after = event.mutate(before)
             folded[event.originator_id] = after
-            lines.append(ReplayLine(position, event.at, _subject(after), type(event).__name__,
-                                    actor, _outcome(event, after)))
+            lines.append(
+                ReplayLine(
+                    position,
+                    event.at,
+                    _subject(after),
+                    type(event).__name__,
+                    actor,
+                    _outcome(event, after),
+                )
+            )
         run = folded.get(run_id)
         if run is None:
             raise NotFound(f"no run {run_id} had started by {as_of}")
         resources = [a for a in folded.values() if isinstance(a, Resource)]
         now = as_of or self.clock()
         status = cleanup_status(
-            running=not run.is_terminal, entries=len(resources),
+            running=not run.is_terminal,
+            entries=len(resources),
             unresolved=sum(r.unresolved for r in resources),
             open_=sum(r.still_open(now, self.settings.max_revert_attempts) for r in resources),
         )
-        states = [EntryState(r.id, f"{r.kind}:{r.ref}", r.state, r.attempts, r.last_error)
-                  for r in resources]
+        states = [
+            EntryState(r.id, f"{r.kind}:{r.ref}", r.state, r.attempts, r.last_error)
+            for r in resources
+        ]
         return Replay(run_id, run.name, as_of, lines, states, run.status, status)
 
     def step(self, entry_id: UUID, upto: int | None = None) -> Stepping:
@@ -123,9 +149,16 @@ class History(Service):
                 raise BadRequest(f"{entry_id} is not a ledger entry")
             state = {name: getattr(entry, name) for name in STATE_FIELDS}
             changed = {k: (before.get(k), v) for k, v in state.items() if before.get(k) != v}
-            stepping.frames.append(StepFrame(
-                entry.version, type(event).__name__, event.at, state, changed, _values(entry),
-            ))
+            stepping.frames.append(
+                StepFrame(
+                    entry.version,
+                    type(event).__name__,
+                    event.at,
+                    state,
+                    changed,
+                    _values(entry),
+                )
+            )
             before = state
         stepping.name = f"{entry.kind}:{entry.ref}"
         stepping.total = self._version(entry_id, upto, entry.version)
@@ -142,8 +175,11 @@ def _values(entry: Resource) -> dict[str, Any] | None:
     if not entry.is_lease and entry.state != "drifted":
         return None
     payload = entry.payload or {}
-    return {"baseline": payload.get("baseline"), "applied": payload.get("applied"),
-            "current": entry.drift_current}
+    return {
+        "baseline": payload.get("baseline"),
+        "applied": payload.get("applied"),
+        "current": entry.drift_current,
+    }
 
 
 def _subject(aggregate: Any) -> str:

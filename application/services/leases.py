@@ -46,7 +46,10 @@ class CoreLease:
     on core's side of the seam, rather than once per module."""
 
     def __init__(
-        self, app: LedgerApp, registry: Registry, settings: Settings,
+        self,
+        app: LedgerApp,
+        registry: Registry,
+        settings: Settings,
         clock: Callable[[], datetime],
     ) -> None:
         self.app = app
@@ -92,7 +95,8 @@ class CoreLease:
         if held.values is None:
             lease = self.registry.leases[wanted.lease]
             outcome = call_with_deadline(
-                lease.apply, {"target": wanted.target, "value": wanted.value, "run_id": run_id},
+                lease.apply,
+                {"target": wanted.target, "value": wanted.value, "run_id": run_id},
                 self.settings.default_budget_ms / 1000,
             )
             answer = _parse(ApplyDone, getattr(outcome, "value", None))
@@ -104,10 +108,14 @@ class CoreLease:
         baseline, applied = held.values or (None, None)
         return {
             "ok": True,
-            "resources": [{
-                "kind": LEASE_KIND, "ref": f"{wanted.lease}#{wanted.target}",
-                "payload": {"baseline": baseline, "applied": applied}, "until": until,
-            }],
+            "resources": [
+                {
+                    "kind": LEASE_KIND,
+                    "ref": f"{wanted.lease}#{wanted.target}",
+                    "payload": {"baseline": baseline, "applied": applied},
+                    "until": until,
+                }
+            ],
         }
 
     def give_back_unanswered(self, run_id: UUID, step: str, key: str, seconds: float) -> Verdict:
@@ -143,8 +151,10 @@ class CoreLease:
             mine = holder == run_id and reservation.key == key
             if holder is not None and not mine and self._held(reservation, now):
                 until = reservation.until or now
-                held = (f"the target {wanted.target!r} is held by run {holder} "
-                        f"until {until:%Y-%m-%d %H:%M:%S} UTC")
+                held = (
+                    f"the target {wanted.target!r} is held by run {holder} "
+                    f"until {until:%Y-%m-%d %H:%M:%S} UTC"
+                )
                 if until <= now:
                     held += "; its lease has not been given back yet"
                 # Another run's hold ends: the step may try again, unlike a refusal.
@@ -176,14 +186,17 @@ class CoreLease:
         entry = self._get(Resource.create_id(reservation.run_id, step, LEASE_KIND, ref))
         if not isinstance(entry, Resource):
             # No answer recorded: the dispatch's placeholder stands for it until given back.
-            entry = self._get(Resource.create_id(
-                reservation.run_id, step, PLACEHOLDER_KIND, reservation.key or ""
-            ))
+            entry = self._get(
+                Resource.create_id(
+                    reservation.run_id, step, PLACEHOLDER_KIND, reservation.key or ""
+                )
+            )
         run = self._get(reservation.run_id)
         return holds_target(
             entry.state if isinstance(entry, Resource) else None,
             run_live=isinstance(run, Run) and not run.is_terminal,
-            until=reservation.until, now=now,
+            until=reservation.until,
+            now=now,
         )
 
     def _get(self, aggregate_id: UUID | None) -> object:

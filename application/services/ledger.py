@@ -77,8 +77,11 @@ class Ledger(Service):
         for entry in kept:
             entry.keep(by, now)
         line = LogEntry(
-            key=f"kept|{run_id}", run_id=run_id, kind="cleanup.kept",
-            detail={"by": by, "resources": len(kept)}, at=now,
+            key=f"kept|{run_id}",
+            run_id=run_id,
+            kind="cleanup.kept",
+            detail={"by": by, "resources": len(kept)},
+            at=now,
         )
         self.app.save(run, *kept, line)
         return len(kept)
@@ -88,18 +91,39 @@ class Ledger(Service):
     ) -> UUID:
         """Ledger a dispatch before it is made; recording it again reuses the same entry."""
         return self._record(
-            run_id, step=step, kind=PLACEHOLDER_KIND, ref=idempotency_key, module=module,
-            action=action, idempotency_key=idempotency_key, payload={"action": action},
+            run_id,
+            step=step,
+            kind=PLACEHOLDER_KIND,
+            ref=idempotency_key,
+            module=module,
+            action=action,
+            idempotency_key=idempotency_key,
+            payload={"action": action},
         )
 
     def record_lease(
-        self, run_id: UUID, *, step: str, module: str, lease_id: str, target: str,
-        baseline: Any, applied: Any, until: datetime, idempotency_key: str,
+        self,
+        run_id: UUID,
+        *,
+        step: str,
+        module: str,
+        lease_id: str,
+        target: str,
+        baseline: Any,
+        applied: Any,
+        until: datetime,
+        idempotency_key: str,
     ) -> UUID:
         return self._record(
-            run_id, step=step, kind=LEASE_KIND, ref=f"{lease_id}#{target}", module=module,
-            action="core.lease", idempotency_key=idempotency_key,
-            payload={"baseline": baseline, "applied": applied}, until=until,
+            run_id,
+            step=step,
+            kind=LEASE_KIND,
+            ref=f"{lease_id}#{target}",
+            module=module,
+            action="core.lease",
+            idempotency_key=idempotency_key,
+            payload={"baseline": baseline, "applied": applied},
+            until=until,
         )
 
     def supersede(
@@ -121,10 +145,13 @@ class Ledger(Service):
             return ids
         existing = self.streams.load(Resource, ids)
         now = self.clock()
-        created = list({  # one entry per natural key, however often the answer names it
-            i: self._new_entry(placeholder, r, now)
-            for r, i in reversed(list(zip(named, ids, strict=True))) if i not in existing
-        }.values())
+        created = list(
+            {  # one entry per natural key, however often the answer names it
+                i: self._new_entry(placeholder, r, now)
+                for r, i in reversed(list(zip(named, ids, strict=True)))
+                if i not in existing
+            }.values()
+        )
         if placeholder.unresolved:
             placeholder.supersede(now)
             self.app.save(placeholder, *created, *also)
@@ -171,10 +198,17 @@ class Ledger(Service):
 
     def _new_entry(self, placeholder: Resource, named: NamedResource, at: datetime) -> Resource:
         return Resource(
-            run_id=placeholder.run_id, step=placeholder.step, kind=named.kind, ref=named.ref,
-            module=placeholder.module, action=placeholder.action,
-            idempotency_key=placeholder.idempotency_key, payload=named.payload,
-            member_key=named.member_key, until=named.until, at=at,
+            run_id=placeholder.run_id,
+            step=placeholder.step,
+            kind=named.kind,
+            ref=named.ref,
+            module=placeholder.module,
+            action=placeholder.action,
+            idempotency_key=placeholder.idempotency_key,
+            payload=named.payload,
+            member_key=named.member_key,
+            until=named.until,
+            at=at,
         )
 
     def get_run(self, run_id: UUID) -> Run:

@@ -43,7 +43,8 @@ class Reconciler(Service):
             return {"expired": 0}
         self.projector.catch_up()
         ids = [
-            e.entry_id for e in self.queries.unresolved_matching(owner, kind, ref)
+            e.entry_id
+            for e in self.queries.unresolved_matching(owner, kind, ref)
             if e.kind != PLACEHOLDER_KIND
         ]
         now = self.clock()
@@ -90,7 +91,8 @@ class Reconciler(Service):
         resources = [{"kind": r.kind, "ref": r.ref, "payload": r.payload} for r in rows]
         budget = timedelta(milliseconds=action.budget_ms or self.settings.default_budget_ms)
         outcome = call_with_deadline(
-            action.reconcile, {"run_id": str(head.run_id), "resources": resources},
+            action.reconcile,
+            {"run_id": str(head.run_id), "resources": resources},
             budget.total_seconds(),
         )
         held = parse_reconcile(outcome)
@@ -111,7 +113,8 @@ class Reconciler(Service):
                 past_until = entry.until is not None and entry.until <= now
                 outcome = "expired" if past_until else "orphaned"
                 changed += (
-                    _expire(entry, owner, now) if past_until
+                    _expire(entry, owner, now)
+                    if past_until
                     else _orphan(entry, owner, action.id, now)
                 )
                 settled[outcome] += 1
@@ -138,6 +141,9 @@ def _orphan(entry: Resource, owner: str, action: str, now: datetime) -> list[Any
 
 def _line(entry: Resource, kind: str, detail: dict[str, Any], now: datetime) -> LogEntry:
     return LogEntry(
-        key=f"{kind}|{entry.id}|{entry.version}", run_id=entry.run_id, kind=kind,
-        detail={**detail, "resource": f"{entry.kind}:{entry.ref}"}, at=now,
+        key=f"{kind}|{entry.id}|{entry.version}",
+        run_id=entry.run_id,
+        kind=kind,
+        detail={**detail, "resource": f"{entry.kind}:{entry.ref}"},
+        at=now,
     )

@@ -24,7 +24,11 @@ from runledger.application.settings import store_config
 log = logging.getLogger("runledger.runner")
 
 TROUBLE: tuple[type[BaseException], ...] = (
-    ProjectionStuck, CannotCatchUp, StoreError, NotInitialised, *STORE_ERRORS,
+    ProjectionStuck,
+    CannotCatchUp,
+    StoreError,
+    NotInitialised,
+    *STORE_ERRORS,
 )
 """What a tick can fail with that is the store's state, not a fault in this runner's code."""
 
@@ -47,8 +51,14 @@ class Runner:
     """
 
     def __init__(
-        self, runs: Runs, cleanup: Cleanup, reconciler: Reconciler, worker: str, *,
-        fleet: Fleet, loaded: Loaded,
+        self,
+        runs: Runs,
+        cleanup: Cleanup,
+        reconciler: Reconciler,
+        worker: str,
+        *,
+        fleet: Fleet,
+        loaded: Loaded,
     ) -> None:
         self.runs = runs
         self.cleanup = cleanup
@@ -68,9 +78,7 @@ class Runner:
     def join(self) -> None:
         """Record this runner in the store, with what it loaded; ``run`` does it first."""
         loaded = self.loaded
-        self.runner_id = self.fleet.join(
-            self.worker, loaded.modules, loaded.actions, loaded.leases
-        )
+        self.runner_id = self.fleet.join(self.worker, loaded.modules, loaded.actions, loaded.leases)
 
     def once(self) -> TickReport:
         """One tick as a runner of its own: join, tick, leave."""
@@ -120,8 +128,9 @@ class Runner:
         try:
             self.fleet.leave(self.runner_id)
         except TROUBLE as error:
-            log.warning("could not record that runner %s stopped: %s", self.worker,
-                        self._sentence(error))
+            log.warning(
+                "could not record that runner %s stopped: %s", self.worker, self._sentence(error)
+            )
         self.runner_id = None
 
     def _troubled(self, error: BaseException) -> None:

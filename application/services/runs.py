@@ -63,7 +63,10 @@ class Runs(Service):
     """Runs executing their specs: starting, the advance leg, and a person's controls."""
 
     def __init__(
-        self, parts: Parts, ledger: Ledger, core_lease: CoreLease,
+        self,
+        parts: Parts,
+        ledger: Ledger,
+        core_lease: CoreLease,
         serving: Callable[[], ServedElsewhere] = served_nowhere,
     ) -> None:
         super().__init__(parts)
@@ -72,8 +75,12 @@ class Runs(Service):
         self.serving = serving
         self.elsewhere: ServedElsewhere = nowhere
         self.dispatcher = Dispatcher(
-            app=parts.app, ledger=ledger, registry=parts.registry, core_lease=core_lease,
-            settings=parts.settings, clock=parts.clock,
+            app=parts.app,
+            ledger=ledger,
+            registry=parts.registry,
+            core_lease=core_lease,
+            settings=parts.settings,
+            clock=parts.clock,
         )
         self._after: UUID | None = None
         self._first: list[UUID] = []
@@ -88,7 +95,8 @@ class Runs(Service):
         run = Run.start(run_id or uuid4(), spec.name, now, spec.model_dump(mode="json"))
         steps = [
             Step(run_id=run.id, step_id=s.id, phase=i, action=s.action, params=s.params, at=now)
-            for i, phase in enumerate(spec.phases) for s in phase.steps
+            for i, phase in enumerate(spec.phases)
+            for s in phase.steps
         ]
         self.app.save(run, *steps)
         return run.id
@@ -105,8 +113,9 @@ class Runs(Service):
 
     def describe(self, run_id: UUID) -> list[PhaseStatus]:
         run, spec = self._load(run_id)
-        steps = self.streams.load(Step, [Step.create_id(run.id, s.id)
-                                         for p in spec.phases for s in p.steps])
+        steps = self.streams.load(
+            Step, [Step.create_id(run.id, s.id) for p in spec.phases for s in p.steps]
+        )
         return describe(spec, run, {s.step_id: s for s in steps.values()}, self.clock())
 
     def advance_leg(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
@@ -136,8 +145,11 @@ class Runs(Service):
     def _order(self) -> list[UUID]:
         """The runs a tick looks at: those the last tick did not reach, then the next page."""
         first = self._first[: self.settings.advance_run_batch]
-        page = [r for r in self._next_batch(self.settings.advance_run_batch - len(first))
-                if r not in first]
+        page = [
+            r
+            for r in self._next_batch(self.settings.advance_run_batch - len(first))
+            if r not in first
+        ]
         random.shuffle(page)  # several runners start at different runs
         return first + page
 
@@ -153,7 +165,11 @@ class Runs(Service):
         return page
 
     def _advance_run(
-        self, run_id: UUID, worker: str, report: AdvanceReport, stop: threading.Event | None,
+        self,
+        run_id: UUID,
+        worker: str,
+        report: AdvanceReport,
+        stop: threading.Event | None,
         budget: TickBudget,
     ) -> bool:
         """Advance one run; answers whether the tick's bound left due steps of it undispatched."""
@@ -219,8 +235,11 @@ class Runs(Service):
                 if step.action == CORE_LEASE:
                     problem = self.core_lease.check(step.params, self.elsewhere)
                     if problem:
-                        raise BadRequest(f"{where}.{problem}" if problem.startswith("params")
-                                         else f"{where}: {problem}")
+                        raise BadRequest(
+                            f"{where}.{problem}"
+                            if problem.startswith("params")
+                            else f"{where}: {problem}"
+                        )
                     continue
                 action = self.registry.action(step.action)
                 if (action is None or action.perform is None) and not self.elsewhere(step.action):

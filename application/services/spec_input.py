@@ -49,8 +49,10 @@ def _refuse_oversized(document: str | dict[str, Any]) -> None:
     """Refuse a spec over MAX_SPEC_BYTES before any parsing: the size is what it costs."""
     if isinstance(document, str):
         # Every character is at least one byte: a long text is refused without encoding it.
-        size = len(document) if len(document) > MAX_SPEC_BYTES else (
-            len(document.encode("utf-8", "surrogatepass"))
+        size = (
+            len(document)
+            if len(document) > MAX_SPEC_BYTES
+            else (len(document.encode("utf-8", "surrogatepass")))
         )
     else:
         try:

@@ -48,7 +48,12 @@ class Judged:
 
 
 def judge_group(
-    run_id: UUID, group: Group, verdict: Verdict, worker: str, now: datetime, backoff: Backoff,
+    run_id: UUID,
+    group: Group,
+    verdict: Verdict,
+    worker: str,
+    now: datetime,
+    backoff: Backoff,
     max_attempts: int,
 ) -> Judged:
     """Apply one call's verdict to every entry the call covered, and write its log line."""
@@ -63,8 +68,11 @@ def judge_group(
             log.warning("verdict on %s not applied: %s", entry.id, error)
     first = min(group.claimed.values(), key=lambda e: str(e.id))
     detail: dict[str, Any] = {
-        "what": group.what, "outcome": verdict.outcome, "resources": sorted(names),
-        "attempt": first.attempts, "by": worker,
+        "what": group.what,
+        "outcome": verdict.outcome,
+        "resources": sorted(names),
+        "attempt": first.attempts,
+        "by": worker,
     }
     if verdict.error:
         detail["error"] = verdict.error
@@ -74,19 +82,31 @@ def judge_group(
         detail["note"] = verdict.note
     if first.next_attempt_at is not None:
         detail["next_attempt_at"] = first.next_attempt_at.isoformat(timespec="seconds")
-    kind = "cleanup.reverted" if verdict.outcome == "done" and not verdict.failed else (
-        "cleanup.drifted" if verdict.outcome == "drifted" else "cleanup.failed"
+    kind = (
+        "cleanup.reverted"
+        if verdict.outcome == "done" and not verdict.failed
+        else ("cleanup.drifted" if verdict.outcome == "drifted" else "cleanup.failed")
     )
     # The verdict's own version names this call: an attempt number repeats after a reset.
     line = LogEntry(
-        key=f"call|{first.id}|{first.version}", run_id=run_id, kind=kind, detail=detail, at=now,
+        key=f"call|{first.id}|{first.version}",
+        run_id=run_id,
+        kind=kind,
+        detail=detail,
+        at=now,
     )
     return Judged(group, verdict, line, counts)
 
 
 def _judge(
-    entry: Resource, verdict: Verdict, worker: str, what: str, now: datetime, counts: Summary,
-    backoff: Backoff, max_attempts: int,
+    entry: Resource,
+    verdict: Verdict,
+    worker: str,
+    what: str,
+    now: datetime,
+    counts: Summary,
+    backoff: Backoff,
+    max_attempts: int,
 ) -> None:
     attempt = entry.attempts
     if verdict.outcome == "done" and entry.ref not in verdict.failed:

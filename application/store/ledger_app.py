@@ -101,8 +101,10 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
     env = {**config.env, "CREATE_TABLE": "y" if config.engine == "postgres" else "n"}
     path = config.env.get("SQLITE_DBNAME")
     if path is not None and _sqlite_name(path) != path:
-        raise StoreReadOnly(f"the store is read-only: the {config.display} or its folder "
-                            "cannot be written, so its tables cannot be created")
+        raise StoreReadOnly(
+            f"the store is read-only: the {config.display} or its folder "
+            "cannot be written, so its tables cannot be created"
+        )
     try:
         with _init_lock(config):
             app = LedgerApp(env=env)
@@ -125,8 +127,9 @@ def _init_lock(config: StoreConfig) -> Iterator[None]:
         return
     with _connect(config) as conn:
         conn.execute("SET lock_timeout = '120s'")  # an init stuck elsewhere: say so, not hang
-        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))",
-                     [INIT_LOCK, config.schema or "public"])
+        conn.execute(
+            "SELECT pg_advisory_lock(%s, hashtext(%s))", [INIT_LOCK, config.schema or "public"]
+        )
         if config.schema:
             conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(config.schema)))
         yield  # closing the connection releases the lock, whatever happened
@@ -146,8 +149,9 @@ def _file_lock(path: Path, timeout_s: float = 120.0) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise StoreUnavailable(f"another `runledger init` held {path} for over "
-                                           f"{timeout_s:g}s") from None
+                    raise StoreUnavailable(
+                        f"another `runledger init` held {path} for over {timeout_s:g}s"
+                    ) from None
                 time.sleep(0.05)
         try:
             yield
@@ -199,9 +203,13 @@ def _probe(config: StoreConfig) -> None:
 def _connect(config: StoreConfig) -> psycopg.Connection[Any]:
     env = config.env
     return psycopg.connect(
-        host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"], dbname=env["POSTGRES_DBNAME"],
-        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"],
-        connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]), autocommit=True,
+        host=env["POSTGRES_HOST"],
+        port=env["POSTGRES_PORT"],
+        dbname=env["POSTGRES_DBNAME"],
+        user=env["POSTGRES_USER"],
+        password=env["POSTGRES_PASSWORD"],
+        connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
+        autocommit=True,
     )
 
 

@@ -59,4 +59,3 @@ class FastJSONTranscoder(JSONTranscoder):
 
     def decode(self, data: bytes) -> Any:
         return revive(parse_state(data), self.names)
-

@@ -91,6 +91,9 @@ class RowView(EventView):
 
     def _store(self, backend: Backend, cursor: Cursor, rows: list[Row]) -> None:
         backend.upsert(
-            cursor, self.table, self.columns, self.key,
+            cursor,
+            self.table,
+            self.columns,
+            self.key,
             [cells([row[c] for c in self.columns]) for row in rows],
         )

@@ -25,14 +25,28 @@ _RELEASED = {"claim_worker": None, "claim_expires": None, "next_attempt": None}
 @apply_resource.register
 def _(event: Resource.Recorded, row: Row | None) -> Row:
     return {
-        "entry_id": str(event.originator_id), "run_id": str(event.run_id), "step": event.step,
-        "kind": event.kind, "ref": event.ref, "module": event.module, "action": event.action,
-        "idempotency_key": event.idempotency_key, "payload": as_json(event.payload),
-        "member_key": event.member_key, "until": epoch(event.until),
-        "status": "placeholder" if event.kind == PLACEHOLDER_KIND else "live", "attempts": 0,
-        "terminal": 0, "claim_worker": None, "claim_expires": None, "last_error": None,
-        "drift_current": None, "recorded_at": epoch(event.at), "updated_at": epoch(event.at),
-        "next_attempt": None, "version": event.originator_version,
+        "entry_id": str(event.originator_id),
+        "run_id": str(event.run_id),
+        "step": event.step,
+        "kind": event.kind,
+        "ref": event.ref,
+        "module": event.module,
+        "action": event.action,
+        "idempotency_key": event.idempotency_key,
+        "payload": as_json(event.payload),
+        "member_key": event.member_key,
+        "until": epoch(event.until),
+        "status": "placeholder" if event.kind == PLACEHOLDER_KIND else "live",
+        "attempts": 0,
+        "terminal": 0,
+        "claim_worker": None,
+        "claim_expires": None,
+        "last_error": None,
+        "drift_current": None,
+        "recorded_at": epoch(event.at),
+        "updated_at": epoch(event.at),
+        "next_attempt": None,
+        "version": event.originator_version,
     }
 
 
@@ -44,8 +58,12 @@ def _(event: Resource.Superseded, row: Row | None) -> Row:
 @apply_resource.register
 def _(event: Resource.RevertClaimed, row: Row | None) -> Row:
     return _changed(
-        row, event, attempts=event.attempt, claim_worker=event.worker,
-        claim_expires=epoch(event.expires_at), next_attempt=None,
+        row,
+        event,
+        attempts=event.attempt,
+        claim_worker=event.worker,
+        claim_expires=epoch(event.expires_at),
+        next_attempt=None,
     )
 
 
@@ -57,16 +75,24 @@ def _(event: Resource.Reverted, row: Row | None) -> Row:
 @apply_resource.register
 def _(event: Resource.RevertFailed, row: Row | None) -> Row:
     return _changed(
-        row, event, status="failing", terminal=int(event.mode == "terminal"),
-        last_error=event.error, **_RELEASED | {"next_attempt": epoch(event.next_attempt_at)},
+        row,
+        event,
+        status="failing",
+        terminal=int(event.mode == "terminal"),
+        last_error=event.error,
+        **_RELEASED | {"next_attempt": epoch(event.next_attempt_at)},
     )
 
 
 @apply_resource.register
 def _(event: Resource.Drifted, row: Row | None) -> Row:
     return _changed(
-        row, event, status="drifted", last_error=event.error,
-        drift_current=as_json(event.current), **_RELEASED,
+        row,
+        event,
+        status="drifted",
+        last_error=event.error,
+        drift_current=as_json(event.current),
+        **_RELEASED,
     )
 
 
@@ -97,14 +123,39 @@ class ResourcesView(RowView):
     table = "rl_resources"
     key = "entry_id"
     columns = (
-        "entry_id", "run_id", "step", "kind", "ref", "module", "action", "idempotency_key",
-        "payload", "member_key", "until", "status", "attempts", "terminal", "claim_worker",
-        "claim_expires", "last_error", "drift_current", "recorded_at", "updated_at",
-        "next_attempt", "version",
+        "entry_id",
+        "run_id",
+        "step",
+        "kind",
+        "ref",
+        "module",
+        "action",
+        "idempotency_key",
+        "payload",
+        "member_key",
+        "until",
+        "status",
+        "attempts",
+        "terminal",
+        "claim_worker",
+        "claim_expires",
+        "last_error",
+        "drift_current",
+        "recorded_at",
+        "updated_at",
+        "next_attempt",
+        "version",
     )
     events = (
-        Resource.Recorded, Resource.Superseded, Resource.RevertClaimed, Resource.Reverted,
-        Resource.RevertFailed, Resource.Drifted, Resource.Orphaned, Resource.Expired,
-        Resource.AttemptsReset, Resource.Kept,
+        Resource.Recorded,
+        Resource.Superseded,
+        Resource.RevertClaimed,
+        Resource.Reverted,
+        Resource.RevertFailed,
+        Resource.Drifted,
+        Resource.Orphaned,
+        Resource.Expired,
+        Resource.AttemptsReset,
+        Resource.Kept,
     )
     apply = apply_resource

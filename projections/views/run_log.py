@@ -18,8 +18,14 @@ class RunLogView(EventView):
     name = "run_log"
     table = "rl_run_log"
     events = (
-        LogEntry.Written, Run.Started, Run.PhaseAdvanced, Run.Completed, Run.Cancelled,
-        Run.Aborted, Step.Succeeded, Step.Failed,
+        LogEntry.Written,
+        Run.Started,
+        Run.PhaseAdvanced,
+        Run.Completed,
+        Run.Cancelled,
+        Run.Aborted,
+        Step.Succeeded,
+        Step.Failed,
     )
 
     def process(

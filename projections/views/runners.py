@@ -17,10 +17,16 @@ def apply_runner(event: Any, row: Row | None) -> Row:
 @apply_runner.register
 def _(event: RunnerRecord.Started, row: Row | None) -> Row:
     return {
-        "runner_id": str(event.originator_id), "worker": event.worker, "host": event.host,
-        "pid": event.pid, "modules": as_json(list(event.modules)),
-        "actions": as_json(list(event.actions)), "leases": as_json(list(event.leases)),
-        "started_at": epoch(event.at), "stopped_at": None, "version": event.originator_version,
+        "runner_id": str(event.originator_id),
+        "worker": event.worker,
+        "host": event.host,
+        "pid": event.pid,
+        "modules": as_json(list(event.modules)),
+        "actions": as_json(list(event.actions)),
+        "leases": as_json(list(event.leases)),
+        "started_at": epoch(event.at),
+        "stopped_at": None,
+        "version": event.originator_version,
     }
 
 
@@ -36,8 +42,16 @@ class RunnersView(RowView):
     table = "rl_runners"
     key = "runner_id"
     columns = (
-        "runner_id", "worker", "host", "pid", "modules", "actions", "leases", "started_at",
-        "stopped_at", "version",
+        "runner_id",
+        "worker",
+        "host",
+        "pid",
+        "modules",
+        "actions",
+        "leases",
+        "started_at",
+        "stopped_at",
+        "version",
     )
     events = (RunnerRecord.Started, RunnerRecord.Stopped)
     apply = apply_runner

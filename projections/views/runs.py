@@ -17,9 +17,15 @@ def apply_run(event: Any, row: Row | None) -> Row:
 @apply_run.register
 def _(event: Run.Started, row: Row | None) -> Row:
     return {
-        "run_id": str(event.originator_id), "name": event.name, "status": "running",
-        "started_at": epoch(event.at), "ended_at": None, "ended_by": None, "end_reason": None,
-        "phase": 0, "version": event.originator_version,
+        "run_id": str(event.originator_id),
+        "name": event.name,
+        "status": "running",
+        "started_at": epoch(event.at),
+        "ended_at": None,
+        "ended_by": None,
+        "end_reason": None,
+        "phase": 0,
+        "version": event.originator_version,
     }
 
 
@@ -30,7 +36,10 @@ def _(event: Run.PhaseAdvanced, row: Row | None) -> Row:
 
 def _ended(row: Row | None, event: Any, status: str, by: str | None, reason: str | None) -> Row:
     return require(row, event) | {
-        "status": status, "ended_at": epoch(event.at), "ended_by": by, "end_reason": reason,
+        "status": status,
+        "ended_at": epoch(event.at),
+        "ended_by": by,
+        "end_reason": reason,
         "version": event.originator_version,
     }
 
@@ -56,7 +65,14 @@ class RunsView(RowView):
     table = "rl_runs"
     key = "run_id"
     columns = (
-        "run_id", "name", "status", "started_at", "ended_at", "ended_by", "end_reason", "phase",
+        "run_id",
+        "name",
+        "status",
+        "started_at",
+        "ended_at",
+        "ended_by",
+        "end_reason",
+        "phase",
         "version",
     )
     events = (Run.Started, Run.PhaseAdvanced, Run.Completed, Run.Cancelled, Run.Aborted)

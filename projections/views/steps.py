@@ -17,26 +17,39 @@ def apply_step(event: Any, row: Row | None) -> Row:
 @apply_step.register
 def _(event: Step.Planned, row: Row | None) -> Row:
     return {
-        "step_key": str(event.originator_id), "run_id": str(event.run_id),
-        "step_id": event.step_id, "phase": event.phase, "action": event.action,
-        "state": "waiting", "attempts": 0, "claim_worker": None, "claim_expires": None,
-        "last_error": None, "done_at": None, "version": event.originator_version,
+        "step_key": str(event.originator_id),
+        "run_id": str(event.run_id),
+        "step_id": event.step_id,
+        "phase": event.phase,
+        "action": event.action,
+        "state": "waiting",
+        "attempts": 0,
+        "claim_worker": None,
+        "claim_expires": None,
+        "last_error": None,
+        "done_at": None,
+        "version": event.originator_version,
     }
 
 
 @apply_step.register
 def _(event: Step.DispatchClaimed, row: Row | None) -> Row:
     return require(row, event) | {
-        "attempts": event.attempt, "claim_worker": event.worker,
-        "claim_expires": epoch(event.expires_at), "version": event.originator_version,
+        "attempts": event.attempt,
+        "claim_worker": event.worker,
+        "claim_expires": epoch(event.expires_at),
+        "version": event.originator_version,
     }
 
 
 @apply_step.register
 def _(event: Step.Succeeded, row: Row | None) -> Row:
     return require(row, event) | {
-        "state": "done", "done_at": epoch(event.at), "claim_worker": None,
-        "claim_expires": None, "version": event.originator_version,
+        "state": "done",
+        "done_at": epoch(event.at),
+        "claim_worker": None,
+        "claim_expires": None,
+        "version": event.originator_version,
     }
 
 
@@ -44,7 +57,9 @@ def _(event: Step.Succeeded, row: Row | None) -> Row:
 def _(event: Step.Failed, row: Row | None) -> Row:
     return require(row, event) | {
         "state": "gave_up" if event.final or event.attempt >= MAX_STEP_ATTEMPTS else "waiting",
-        "last_error": event.error, "claim_worker": None, "claim_expires": None,
+        "last_error": event.error,
+        "claim_worker": None,
+        "claim_expires": None,
         "version": event.originator_version,
     }
 
@@ -54,8 +69,18 @@ class StepsView(RowView):
     table = "rl_steps"
     key = "step_key"
     columns = (
-        "step_key", "run_id", "step_id", "phase", "action", "state", "attempts", "claim_worker",
-        "claim_expires", "last_error", "done_at", "version",
+        "step_key",
+        "run_id",
+        "step_id",
+        "phase",
+        "action",
+        "state",
+        "attempts",
+        "claim_worker",
+        "claim_expires",
+        "last_error",
+        "done_at",
+        "version",
     )
     events = (Step.Planned, Step.DispatchClaimed, Step.Succeeded, Step.Failed)
     apply = apply_step

@@ -58,8 +58,10 @@ class RedisWorld:
         else:
             ttl_ms = max(int(self.client.pttl(name)), 0)
         until = datetime.now(UTC) + timedelta(milliseconds=ttl_ms)
-        return {"ok": True, "resources": [{"kind": "zone", "ref": name,
-                                           "until": until.isoformat()}]}
+        return {
+            "ok": True,
+            "resources": [{"kind": "zone", "ref": name, "until": until.isoformat()}],
+        }
 
     def revert(self, resources: list[dict[str, Any]], key: str) -> Any:
         names = [r["ref"] for r in resources] or sorted(self.client.smembers(self._made(key)))
@@ -75,8 +77,10 @@ class RedisWorld:
         for r in resources:
             pipe.exists(r["ref"])
         present = pipe.execute()
-        return {"ok": True, "in_force": [r["ref"] for r, n in zip(resources, present, strict=True)
-                                         if n]}
+        return {
+            "ok": True,
+            "in_force": [r["ref"] for r, n in zip(resources, present, strict=True) if n],
+        }
 
     def apply(self, target: str, value: Any) -> Any:
         baseline = self.client.getset(target, str(value))
@@ -85,8 +89,12 @@ class RedisWorld:
     def restore(self, baseline: Any, expected: Any, target: str) -> Any:
         answer = self._restore(
             keys=[target],
-            args=["1" if expected is not None else "", expected or "",
-                  "1" if baseline is not None else "", baseline or ""],
+            args=[
+                "1" if expected is not None else "",
+                expected or "",
+                "1" if baseline is not None else "",
+                baseline or "",
+            ],
         )
         if answer[0] == 1:
             return {"ok": True}
@@ -102,21 +110,27 @@ def register(ctx: ModuleContext) -> None:
     client.ping()  # a server that does not answer is this module's startup failure
     world = RedisWorld(client, prefix)
     budget = int(ctx.settings.get("RUNLEDGER_REDIS_BUDGET_MS", "2000"))
-    ctx.action("redis.spawn",
-               perform=lambda params, idempotency_key, run_id: world.spawn(params, idempotency_key),
-               revert=lambda resources, idempotency_key, run_id: world.revert(
-                   resources, idempotency_key),
-               reconcile=lambda resources, run_id: world.in_force(resources), budget_ms=budget)
-    ctx.action("redis.zone",
-               perform=lambda params, idempotency_key, run_id: world.open_zone(
-                   params, idempotency_key),
-               revert=lambda resources, idempotency_key, run_id: world.revert(
-                   resources, idempotency_key),
-               reconcile=lambda resources, run_id: world.in_force(resources), budget_ms=budget)
-    ctx.lease("redis.string",
-              apply=lambda target, value, run_id: world.apply(target, value),
-              restore=lambda baseline, expected, run_id, target: world.restore(
-                  baseline, expected, target))
+    ctx.action(
+        "redis.spawn",
+        perform=lambda params, idempotency_key, run_id: world.spawn(params, idempotency_key),
+        revert=lambda resources, idempotency_key, run_id: world.revert(resources, idempotency_key),
+        reconcile=lambda resources, run_id: world.in_force(resources),
+        budget_ms=budget,
+    )
+    ctx.action(
+        "redis.zone",
+        perform=lambda params, idempotency_key, run_id: world.open_zone(params, idempotency_key),
+        revert=lambda resources, idempotency_key, run_id: world.revert(resources, idempotency_key),
+        reconcile=lambda resources, run_id: world.in_force(resources),
+        budget_ms=budget,
+    )
+    ctx.lease(
+        "redis.string",
+        apply=lambda target, value, run_id: world.apply(target, value),
+        restore=lambda baseline, expected, run_id, target: world.restore(
+            baseline, expected, target
+        ),
+    )
     stop = threading.Event()
     watcher = Watcher(url, prefix, ctx, stop)
     watcher.connect()

@@ -63,8 +63,9 @@ class SandboxWorld:
         if knob not in KNOBS:
             raise ValueError(f"unknown fault {knob!r}; knobs are {', '.join(KNOBS)}")
         with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO faults VALUES (?, ?, ?)",
-                       (scope, knob, json.dumps(value)))
+            db.execute(
+                "INSERT OR REPLACE INTO faults VALUES (?, ?, ?)", (scope, knob, json.dumps(value))
+            )
 
     def clear_faults(self) -> None:
         with self._db() as db:
@@ -117,13 +118,17 @@ class SandboxWorld:
     # -- the module's side -------------------------------------------------------------------
 
     def _count(self, db: sqlite3.Connection, op: str, key: str) -> None:
-        db.execute("INSERT INTO calls VALUES (?, ?, 1) ON CONFLICT (op, key) "
-                   "DO UPDATE SET count = count + 1", (op, key))
+        db.execute(
+            "INSERT INTO calls VALUES (?, ?, 1) ON CONFLICT (op, key) "
+            "DO UPDATE SET count = count + 1",
+            (op, key),
+        )
 
     def _fault(self, db: sqlite3.Connection, scopes: list[str], knob: str) -> Any:
         for scope in scopes:
-            row = db.execute("SELECT value FROM faults WHERE scope = ? AND knob = ?",
-                             (scope, knob)).fetchone()
+            row = db.execute(
+                "SELECT value FROM faults WHERE scope = ? AND knob = ?", (scope, knob)
+            ).fetchone()
             if row:
                 return json.loads(row[0])
         return None
@@ -131,11 +136,14 @@ class SandboxWorld:
     def _spend(self, db: sqlite3.Connection, scopes: list[str], knob: str) -> bool:
         """A counted fault: true while it has failures left, one fewer each time."""
         for scope in scopes:
-            row = db.execute("SELECT value FROM faults WHERE scope = ? AND knob = ?",
-                             (scope, knob)).fetchone()
+            row = db.execute(
+                "SELECT value FROM faults WHERE scope = ? AND knob = ?", (scope, knob)
+            ).fetchone()
             if row and int(json.loads(row[0])) > 0:
-                db.execute("UPDATE faults SET value = ? WHERE scope = ? AND knob = ?",
-                           (json.dumps(int(json.loads(row[0])) - 1), scope, knob))
+                db.execute(
+                    "UPDATE faults SET value = ? WHERE scope = ? AND knob = ?",
+                    (json.dumps(int(json.loads(row[0])) - 1), scope, knob),
+                )
                 return True
         return False
 
@@ -166,13 +174,16 @@ class SandboxWorld:
         with self._db() as db:
             row = db.execute("SELECT until FROM things WHERE ref = ?", (name,)).fetchone()
             if row is None:
-                until = (self.clock() + timedelta(seconds=float(params.get("duration_s", 60))))
-                db.execute("INSERT INTO things VALUES (?, 'zone', ?, ?)",
-                           (name, key, until.timestamp()))
+                until = self.clock() + timedelta(seconds=float(params.get("duration_s", 60)))
+                db.execute(
+                    "INSERT INTO things VALUES (?, 'zone', ?, ?)", (name, key, until.timestamp())
+                )
             else:
                 until = datetime.fromtimestamp(row[0], UTC)
-        return {"ok": True, "resources": [{"kind": "zone", "ref": name,
-                                           "until": until.isoformat()}]}
+        return {
+            "ok": True,
+            "resources": [{"kind": "zone", "ref": name, "until": until.isoformat()}],
+        }
 
     def revert(self, action: str, resources: list[dict[str, Any]], key: str) -> Any:
         refs = [r["ref"] for r in resources]
@@ -236,9 +247,11 @@ def register(ctx: ModuleContext) -> None:
         ctx.action(
             action,
             perform=lambda params, idempotency_key, run_id, a=action: world.perform(
-                a, params, idempotency_key),
+                a, params, idempotency_key
+            ),
             revert=lambda resources, idempotency_key, run_id, a=action: world.revert(
-                a, resources, idempotency_key),
+                a, resources, idempotency_key
+            ),
             reconcile=lambda resources, run_id: world.in_force(resources),
             budget_ms=int(ctx.settings.get("RUNLEDGER_SANDBOX_BUDGET_MS", "2000")),
         )
@@ -247,11 +260,13 @@ def register(ctx: ModuleContext) -> None:
             lease,
             apply=lambda target, value, run_id, le=lease: world.apply(le, target, value),
             restore=lambda baseline, expected, run_id, target, le=lease: world.restore(
-                le, baseline, expected, target),
+                le, baseline, expected, target
+            ),
         )
     stop = threading.Event()
-    threading.Thread(target=_watch, args=(world, ctx, stop), daemon=True,
-                     name="sandbox-watch").start()
+    threading.Thread(
+        target=_watch, args=(world, ctx, stop), daemon=True, name="sandbox-watch"
+    ).start()
     ctx.on_close(stop.set)
 
 
