@@ -6,7 +6,6 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from runledger.domain.errors import DomainError
 from runledger.domain.ids import natural_id
 from runledger.domain.resource import UNRESOLVED
 
@@ -24,10 +23,6 @@ def holds_target(
     if entry_state is not None:
         return entry_state in UNRESOLVED and entry_state != "drifted"
     return run_live and until is not None and until > now
-
-
-class TargetHeld(DomainError):
-    """Another live run holds this lease target."""
 
 
 class Reservation(Aggregate):

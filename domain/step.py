@@ -13,6 +13,17 @@ MAX_STEP_ATTEMPTS = 3
 StepState = Literal["waiting", "done", "gave_up"]
 
 
+def gives_up(attempt: int, final: bool) -> bool:
+    """Whether a failed attempt ends the step: the module said retrying cannot help, or it was
+    the last attempt."""
+    return final or attempt >= MAX_STEP_ATTEMPTS
+
+
+def step_of_key(idempotency_key: str) -> str:
+    """The step id an idempotency key names (``<run>:<step>``, as ``Step.idempotency_key``)."""
+    return idempotency_key.partition(":")[2]
+
+
 class NotDispatchable(DomainError):
     """The step cannot be dispatched now."""
 
@@ -186,5 +197,5 @@ class Step(Aggregate):
         self.claim_worker = None
         self.claim_expires_at = None
         self.next_attempt_at = next_attempt_at
-        if final or attempt >= MAX_STEP_ATTEMPTS:
+        if gives_up(attempt, final):
             self.state = "gave_up"

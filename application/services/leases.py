@@ -24,6 +24,7 @@ from runledger.domain.reservation import Reservation, holds_target
 from runledger.domain.resource import LEASE_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.spec import RunSpec
+from runledger.domain.step import step_of_key
 
 CORE_LEASE = "core.lease"
 
@@ -181,7 +182,7 @@ class CoreLease:
         run's value as its baseline: the rule is ``holds_target``'s."""
         if reservation.run_id is None:
             return False
-        step = (reservation.key or "").partition(":")[2]
+        step = step_of_key(reservation.key or "")
         ref = f"{reservation.lease}#{reservation.target}"
         entry = self._get(Resource.create_id(reservation.run_id, step, LEASE_KIND, ref))
         if not isinstance(entry, Resource):

@@ -20,8 +20,6 @@ from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.runlog import LogEntry
 
-Clock = Callable[[], datetime]
-
 
 def save_with_retry(
     app: LedgerApp, build: Callable[[], Sequence[Aggregate]], tries: int = 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any
 
-from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
+from runledger.domain.step import Step, gives_up
 from runledger.projections.views.base import Row, RowView, epoch, require
 
 
@@ -56,7 +56,7 @@ def _(event: Step.Succeeded, row: Row | None) -> Row:
 @apply_step.register
 def _(event: Step.Failed, row: Row | None) -> Row:
     return require(row, event) | {
-        "state": "gave_up" if event.final or event.attempt >= MAX_STEP_ATTEMPTS else "waiting",
+        "state": "gave_up" if gives_up(event.attempt, event.final) else "waiting",
         "last_error": event.error,
         "claim_worker": None,
         "claim_expires": None,
