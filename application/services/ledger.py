@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
@@ -16,7 +16,7 @@ from runledger.application.parts import Service
 from runledger.application.services.inputs import person, reason
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.errors import RunNotRunning
-from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
+from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.runlog import LogEntry
 
@@ -43,16 +43,6 @@ def save_with_retry(
 
 class Ledger(Service):
     """Recording what runs change in the world, and the decisions people make about it."""
-
-    def start_run(self, name: str, run_id: UUID | None = None) -> UUID:
-        run = Run.start(run_id or uuid4(), name, self.clock())
-        self.app.save(run)
-        return run.id
-
-    def complete_run(self, run_id: UUID) -> None:
-        run = self.get_run(run_id)
-        run.complete(self.clock())
-        self.app.save(run)
 
     def abort_run(self, run_id: UUID, why: str) -> None:
         run = self.get_run(run_id)
@@ -99,31 +89,6 @@ class Ledger(Service):
             payload={"action": action},
         )
 
-    def record_lease(
-        self,
-        run_id: UUID,
-        *,
-        step: str,
-        module: str,
-        lease_id: str,
-        target: str,
-        baseline: Any,
-        applied: Any,
-        until: datetime,
-        idempotency_key: str,
-    ) -> UUID:
-        return self._record(
-            run_id,
-            step=step,
-            kind=LEASE_KIND,
-            ref=f"{lease_id}#{target}",
-            module=module,
-            action="core.lease",
-            idempotency_key=idempotency_key,
-            payload={"baseline": baseline, "applied": applied},
-            until=until,
-        )
-
     def supersede(
         self,
         placeholder_id: UUID,
@@ -161,25 +126,6 @@ class Ledger(Service):
                 entry.keep(placeholder.kept_by, now)
         self.app.save(*created, *also)
         return ids
-
-    def claim(self, entry_id: UUID, worker: str, expires_at: datetime, max_attempts: int) -> bool:
-        """Take one entry for one revert attempt. Of racing workers exactly one wins."""
-        entry = self._entry(entry_id)
-        now = self.clock()
-        if not entry.retryable(now, max_attempts):
-            return False
-        entry.claim_revert(worker, now, expires_at, max_attempts)
-        try:
-            self.app.save(entry)
-        except IntegrityError:
-            return False
-        return True
-
-    def keep(self, entry_id: UUID, by: str) -> None:
-        person(by, "keeping an entry")
-        entry = self._entry(entry_id)
-        entry.keep(by, self.clock())
-        self.app.save(entry)
 
     def _record(self, run_id: UUID, **fields: Any) -> UUID:
         run = self.get_run(run_id)
