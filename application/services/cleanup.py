@@ -13,7 +13,6 @@ from eventsourcing.persistence import IntegrityError
 
 from runledger.application.errors import OUTAGES, BadRequest
 from runledger.application.modules.answers import Verdict
-from runledger.application.parts import Parts, Service
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group, group_entries
 from runledger.application.services.inputs import person
@@ -25,15 +24,18 @@ from runledger.application.services.serving import (
     unserved,
 )
 from runledger.application.services.verdicts import Judged, Summary, judge_group
+from runledger.application.settings import Settings
+from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource
 from runledger.domain.run import TERMINAL
 from runledger.domain.runlog import LogEntry
+from runledger.projections.queries import Queries
 
 log = logging.getLogger("runledger.cleanup")
 TROUBLE_SWEEPS = 5
 
 
-class Cleanup(Service):
+class Cleanup:
     """Gives back what terminal runs took: the sweep, one run's pass, and a person's retry.
 
     A pass is durable per call: a group is claimed right before its call and its verdict saved
@@ -43,21 +45,29 @@ class Cleanup(Service):
 
     def __init__(
         self,
-        parts: Parts,
+        *,
+        app: LedgerApp,
+        streams: Streams,
+        queries: Queries,
         ledger: Ledger,
         give_back: GiveBack,
+        settings: Settings,
+        clock: Callable[[], datetime],
         serving: Callable[[], ServedElsewhere] = served_nowhere,
     ) -> None:
-        super().__init__(parts)
+        self.app = app
+        self.streams = streams
+        self.queries = queries
         self.ledger = ledger
         self.give_back = give_back
+        self.settings = settings
+        self.clock = clock
         self.serving = serving
         self.elsewhere: ServedElsewhere = nowhere
         self._troubled: dict[UUID, int] = {}
 
     def sweep(self, worker: str, stop: threading.Event | None = None) -> dict[UUID, Summary]:
         """One bounded pass over the runs that owe the world something."""
-        self.projector.catch_up()
         self.elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
@@ -80,13 +90,11 @@ class Cleanup(Service):
             except Exception:  # one run's bad night must not stall the others
                 log.exception("cleanup of run %s failed; the sweep goes on", run_id)
                 self._troubled[run_id] = TROUBLE_SWEEPS
-        self.projector.catch_up()
         return summaries
 
     def manual_cleanup(self, run_id: UUID, by: str) -> Summary:
         """A person asks again: reset the run's counters, log it, and work the run now."""
         person(by, "a manual cleanup")
-        self.projector.catch_up()
         run = self.ledger.get_run(run_id)
         if not run.is_terminal:
             raise BadRequest(f"run {run_id} is still running; its ledger is still growing")
@@ -108,11 +116,8 @@ class Cleanup(Service):
             return [*chosen, line]
 
         save_with_retry(self.app, reset)
-        self.projector.catch_up()
         self.elsewhere = self.serving()
-        summary = self.clean_run(run_id, worker=f"{by} (manual)", by=by)
-        self.projector.catch_up()
-        return summary
+        return self.clean_run(run_id, worker=f"{by} (manual)", by=by)
 
     def clean_run(
         self, run_id: UUID, *, worker: str, by: str, stop: threading.Event | None = None
