@@ -133,7 +133,8 @@ class Queries:
         limit: int = 5_000,
     ) -> list[EntryRow]:
         """A bounded page of what one pass may work: a sweep's memory does not grow with the
-        run, and a group cut at the page's end is simply finished by the next pass."""
+        run (a sweep holds one page per run of its batch), and a group cut at the page's end is
+        simply finished by the next pass."""
         stamp = now.timestamp()
         overdue = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s"
         lease_clause = overdue if overdue_leases_only else ""
