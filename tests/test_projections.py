@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
 import pytest
 
 from runledger.application.bootstrap import Runledger
-from runledger.projections.queries import CANDIDATES
+from runledger.projections.queries import CANDIDATES, Queries
 from runledger.projections.rebuild import rebuild
 from runledger.projections.views.resources import ResourcesView
+from tests import by_hand
 from tests.conftest import Factory
 from tests.playing import PlayWorld, complete, dispatch_steps, makes, start
 
@@ -38,17 +40,40 @@ def ledger_a_run(rl: Runledger, name: str = "festival") -> UUID:
     return run
 
 
+def nothing() -> None:
+    """No catch-up."""
+
+
+def as_they_stand(rl: Runledger) -> Queries:
+    """The views read as they stand, without catching them up first."""
+    return Queries(rl.backend, fresh=nothing)
+
+
 def test_a_reader_can_wait_for_a_write_another_process_made(
     make_runledger: Factory, world: PlayWorld
 ) -> None:
     writer, reader = make_runledger(), make_runledger()
     run = ledger_a_run(writer)
     position = writer.app.recorder.max_notification_id()
-    assert position is not None
-    assert reader.queries.run(run, reader.clock(), 3) is None
+    standing = as_they_stand(reader)
+    assert standing.run(run, reader.clock(), 3) is None
     reader.projector.wait_for(position, timeout=5)
+    found = standing.run(run, reader.clock(), 3)
+    assert found is not None and found.entries == 4
+
+
+def test_every_read_sees_what_was_saved_before_it_in_any_process(
+    make_runledger: Factory, world: PlayWorld
+) -> None:
+    writer, reader = make_runledger(), make_runledger()
+    run = ledger_a_run(writer)
     found = reader.queries.run(run, reader.clock(), 3)
     assert found is not None and found.entries == 4
+    (c0,) = [e for e in writer.queries.entries(run) if e.ref == "c0"]
+    by_hand.keep(writer, c0.entry_id, "alice")
+    assert reader.queries.entry(c0.entry_id) == replace(c0, status="kept", version=2)
+    joined = writer.fleet.join("elsewhere", ["world"], ["world.spawn"], [])
+    assert [r.runner_id for r in reader.fleet.listing(reader.clock())] == [joined]
 
 
 def test_a_rebuild_from_position_zero_gives_identical_tables(

@@ -12,13 +12,13 @@ from pydantic import ValidationError
 
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.modules.answers import NamedResource
-from runledger.application.parts import Service
 from runledger.application.services.inputs import person, reason
-from runledger.application.store.ledger_app import LedgerApp
+from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.runlog import LogEntry
+from runledger.projections.queries import Queries
 
 
 def save_with_retry(
@@ -41,8 +41,21 @@ def save_with_retry(
     return 0
 
 
-class Ledger(Service):
+class Ledger:
     """Recording what runs change in the world, and the decisions people make about it."""
+
+    def __init__(
+        self,
+        *,
+        app: LedgerApp,
+        streams: Streams,
+        queries: Queries,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.app = app
+        self.streams = streams
+        self.queries = queries
+        self.clock = clock
 
     def abort_run(self, run_id: UUID, why: str) -> None:
         run = self.get_run(run_id)
@@ -59,7 +72,6 @@ class Ledger(Service):
         if cleanup:
             self.app.save(run)
             return 0
-        self.projector.catch_up()
         ids = [e.entry_id for e in self.queries.unresolved_entries(run_id)]
         kept = [e for e in self.streams.load(Resource, ids).values() if e.unresolved]
         for entry in kept:

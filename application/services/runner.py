@@ -52,11 +52,11 @@ class Runner:
 
     def __init__(
         self,
+        *,
         runs: Runs,
         cleanup: Cleanup,
         reconciler: Reconciler,
         worker: str,
-        *,
         fleet: Fleet,
         loaded: Loaded,
     ) -> None:
