@@ -13,6 +13,10 @@ class ReadModel(Protocol):
     def catch_up(self) -> int:
         """Apply everything the store holds now; answers the lowest position reached."""
 
+    def wait_for(self, position: int, timeout: float = 10.0) -> None:
+        """Return once every view has reached ``position`` (a write just made); raise if not
+        within ``timeout`` seconds."""
+
     def behind(self) -> int:
         """How many positions the furthest-behind view has still to read."""
 

@@ -54,7 +54,7 @@ def test_a_reader_can_wait_for_a_write_another_process_made(
 ) -> None:
     writer, reader = make_runledger(), make_runledger()
     run = ledger_a_run(writer)
-    position = writer.app.recorder.max_notification_id()
+    position = writer.app.recorder.max_notification_id() or 0
     standing = as_they_stand(reader)
     assert standing.run(run, reader.clock(), 3) is None
     reader.projector.wait_for(position, timeout=5)
