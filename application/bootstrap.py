@@ -84,7 +84,7 @@ def init_store(settings: Settings | None = None) -> str:
     """Create every table, once, in one explicit step; running it again changes nothing, and
     so does running it from many processes at once (they take turns under a lock)."""
     settings = settings or Settings.from_env()
-    config = store_config(settings.database_url)
+    config = store_config(settings.database_url, settings.connect_timeout_s)
     with initialising(config) as (app, backend, cursor):
         Projector(app, backend).create_tables(cursor)
     return config.display
@@ -103,7 +103,7 @@ def bootstrap(
     settings = settings or Settings.from_env()
     load = registry is None
     registry = registry if registry is not None else Registry()
-    app, backend = open_app(store_config(settings.database_url))
+    app, backend = open_app(store_config(settings.database_url, settings.connect_timeout_s))
     projector = Projector(app, backend)
     queries = Queries(backend)
     parts = Parts(

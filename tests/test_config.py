@@ -27,6 +27,15 @@ def test_a_postgres_url_maps_onto_the_library_settings() -> None:
     assert config.env["POSTGRES_SCHEMA"] == "live"
 
 
+def test_the_wait_for_a_postgres_connection_is_the_librarys_own_setting() -> None:
+    settings = Settings.from_env({"POSTGRES_CONNECT_TIMEOUT": "2"})
+    url = "postgresql://u@h/db"
+    assert store_config(url, settings.connect_timeout_s).env["POSTGRES_CONNECT_TIMEOUT"] == "2"
+    assert store_config(url).env["POSTGRES_CONNECT_TIMEOUT"] == "5"
+    with pytest.raises(ConfigError, match="POSTGRES_CONNECT_TIMEOUT"):
+        Settings.from_env({"POSTGRES_CONNECT_TIMEOUT": "0"})
+
+
 def test_a_postgres_url_without_a_password_still_sets_one() -> None:
     config = store_config("postgresql://postgres@127.0.0.1/test")
     assert config.env["POSTGRES_PASSWORD"] == ""
