@@ -22,6 +22,7 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, insert_raw, tables
+from tests.procs import Workers
 from tests.test_cli import run_cli
 
 SPEC = {
@@ -248,32 +249,31 @@ def test_many_inits_at_once_on_a_fresh_store_all_succeed(
     request: pytest.FixtureRequest,
 ) -> None:
     admin = request.getfixturevalue("pg_admin") if engine == "postgres" else None
-    from tests.test_cli import RUNLEDGER
-
+    urls = [_fresh_url(engine, tmp_path, admin) for _ in range(4)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
-    for _ in range(4):
-        url = _fresh_url(engine, tmp_path, admin)
-        procs = [
-            subprocess.Popen(
-                [*RUNLEDGER, "init"],
-                cwd=tmp_path,
-                text=True,
-                env={**env, "RUNLEDGER_DATABASE_URL": url},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-            for _ in range(8)
-        ]
-        try:
-            outs = [(p.wait(120), p.stdout.read() if p.stdout else "") for p in procs]
-            assert [rc for rc, _ in outs] == [0] * 8, [out for rc, out in outs if rc]
+    # Eight processes, each the real CLI's init on the four fresh stores in turn. They start
+    # once and are let go together for each store, so the inits race in init itself.
+    workers = Workers(tmp_path)
+    try:
+        for n in range(8):
+            workers.start("inits", f"init-{n}", "--urls", *urls, environ=env)
+        for turn in range(len(urls)):
+            workers.release(timeout=120, turn=turn)
+        answers = workers.finish(timeout=120)
+        outputs = {
+            w: workers.out(w).read_text() + workers.err(w).read_text() for w in workers.procs
+        }
+        assert [a["codes"] for a in answers] == [[0] * len(urls)] * 8, outputs
+        for url in urls:
             with bootstrap(Settings(database_url=url), Registry()) as rl:
                 assert rl.projector.positions() == dict.fromkeys(
                     ("runs", "resources", "steps", "run_log", "runners"), 0
                 )
-        finally:
-            if admin is not None:
-                with psycopg.connect(admin, autocommit=True) as conn:
+    finally:
+        workers.end()
+        if admin is not None:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                for url in urls:
                     conn.execute(f"DROP SCHEMA IF EXISTS {url.rsplit('=', 1)[1]} CASCADE")
 
 
