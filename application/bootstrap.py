@@ -143,7 +143,13 @@ def load_modules(rl: Runledger) -> None:
     def events(module: str) -> ModuleEvents:
         return ModuleEvents(module, rl.reconciler.reconcile_module, rl.reconciler.expire)
 
-    loader = Loader(rl.registry, events, settings.module_settings, environ=settings.module_environ)
+    loader = Loader(
+        rl.registry,
+        events,
+        settings.module_settings,
+        register_budget_s=settings.module_load_budget_s,
+        environ=settings.module_environ,
+    )
     builtins = [BUILTIN_DIR / name for name in settings.builtin_names()]
     statuses = [loader.load_folder(folder) for folder in builtins if folder.is_dir()]
     if settings.modules_dir:

@@ -31,6 +31,7 @@ ENV_NAMES = {
     "runner_gone_s": "EVENT_RUNNER_GONE_S",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
+    "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
     "connect_timeout_s": "POSTGRES_CONNECT_TIMEOUT",
 }
 # Core's own names: no module is given them, whatever its name or manifest says.
@@ -58,6 +59,8 @@ class Settings(BaseModel, frozen=True):
     retry_jitter: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
     modules_dir: str | None = None
     builtin_modules: str = "sandbox"
+    # How long a module's import, and then its register(), may take before it is stopped.
+    module_load_budget_s: float = Field(default=10.0, gt=0, le=600, allow_inf_nan=False)
     # How long a call waits for a PostgreSQL connection before the store counts as away: the
     # library's own POSTGRES_CONNECT_TIMEOUT (whole seconds; libpq treats less than 2 as 2).
     connect_timeout_s: int = Field(default=5, ge=1, le=600)
