@@ -62,7 +62,7 @@ class Settings(BaseModel, frozen=True):
     # How long a module's import, and then its register(), may take before it is stopped.
     module_load_budget_s: float = Field(default=10.0, gt=0, le=600, allow_inf_nan=False)
     # How long a call waits for a PostgreSQL connection before the store counts as away: the
-    # library's own POSTGRES_CONNECT_TIMEOUT (whole seconds; libpq treats less than 2 as 2).
+    # library's own POSTGRES_CONNECT_TIMEOUT, in whole seconds.
     connect_timeout_s: int = Field(default=5, ge=1, le=600)
     module_settings: dict[str, str] = Field(default_factory=dict)
     """``RUNLEDGER_*`` settings for modules; each module is given only its own (module_scope)."""
