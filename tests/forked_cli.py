@@ -1,0 +1,131 @@
+"""``runledger`` commands, each in a process of its own, forked from one that has already
+imported the CLI: the process an operator's shell would start, less its second of imports.
+
+The server (``python -m tests.forked_cli``, started by ``ForkedCli``) imports the CLI and starts
+no thread, then reads one JSON request a line: the arguments, the folder, the environment. For
+each it forks a child that points its standard streams at files of its own (input at
+/dev/null), runs the CLI's ``main()`` and ends as the interpreter would: ``SystemExit``'s code,
+or a traceback and 1. The server answers the child's exit status.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _serve() -> None:
+    from runledger.application.cli.app import main
+
+    assert threading.active_count() == 1, "a thread would not survive the fork"
+    requests = sys.stdin
+    for line in requests:
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(json.loads(line), main)
+            finally:
+                os._exit(70)  # a child never goes back to serving, whatever went wrong
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"code": os.waitstatus_to_exitcode(status)}), flush=True)
+
+
+def _child(request: dict[str, Any], main: Callable[[], None]) -> NoReturn:
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for fd, path, flags in (
+        (0, os.devnull, os.O_RDONLY),
+        (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+        (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+    ):
+        opened = os.open(path, flags, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the server's may hold the next requests)
+    sys.argv = ["-c", *request["args"]]
+    sys.modules["__main__"].__package__ = None  # as under `python -c`: click names it "-c"
+    os._exit(_exit_code(main))
+
+
+def _exit_code(main: Callable[[], None]) -> int:
+    """What the interpreter would exit with, after what it would print."""
+    code = 0
+    try:
+        main()
+    except SystemExit as done:
+        if isinstance(done.code, int) or done.code is None:
+            code = done.code or 0
+        else:
+            print(done.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    return code
+
+
+class ForkedCli:
+    """A server for one test's commands, on one environment; ``run`` takes one at a time."""
+
+    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        # The environment run_cli gives its processes.
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
+        self.env |= env | {"COLUMNS": "200"}
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.server = subprocess.Popen(
+            [sys.executable, "-m", "tests.forked_cli"],
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        with self.lock:
+            self.calls += 1
+            out, err = (self.folder / f"cli-{self.calls}.{name}" for name in ("out", "err"))
+            request = {"args": args, "cwd": str(cwd), "env": self.env}
+            request |= {"out": str(out), "err": str(err)}
+            assert self.server.stdin is not None and self.server.stdout is not None
+            self.server.stdin.write(json.dumps(request) + "\n")
+            self.server.stdin.flush()
+            answer = self.server.stdout.readline()
+        assert answer, f"the CLI server died (exit {self.server.poll()})"
+        code = int(json.loads(answer)["code"])
+        return subprocess.CompletedProcess(
+            [*args], code, *(self._read(path) for path in (out, err))
+        )
+
+    @staticmethod
+    def _read(path: Path) -> str:
+        # As run_cli reads a pipe: bytes that are not UTF-8 stay visible to the assertions.
+        return path.read_bytes().decode("utf-8", errors="backslashreplace")
+
+    def close(self) -> None:
+        if self.server.stdin is not None:
+            self.server.stdin.close()
+        self.server.wait(timeout=30)
+        if self.server.stdout is not None:
+            self.server.stdout.close()
+
+
+if __name__ == "__main__":
+    _serve()
