@@ -79,14 +79,12 @@ def _exit_code(main: Callable[[], None]) -> int:
 
 
 class ForkedCli:
-    """A server for one test's commands, on one environment; ``run`` takes one at a time."""
+    """A server for a test's commands; ``run`` takes one at a time."""
 
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+    def __init__(self, folder: Path, env: dict[str, str] | None = None) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        # The environment run_cli gives its processes.
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
-        self.env |= env | {"COLUMNS": "200"}
+        self.env = self.environment(env)
         self.lock = threading.Lock()
         self.calls = 0
         self.server = subprocess.Popen(
@@ -98,11 +96,21 @@ class ForkedCli:
             text=True,
         )
 
-    def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    @staticmethod
+    def environment(env: dict[str, str] | None) -> dict[str, str]:
+        """The environment run_cli gives its processes."""
+        given = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
+        return given | (env or {}) | {"COLUMNS": "200"}
+
+    def run(
+        self, *args: str, cwd: Path, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """One command; ``env``, as run_cli's, replaces the server's for this command."""
+        environ = self.env if env is None else self.environment(env)
         with self.lock:
             self.calls += 1
             out, err = (self.folder / f"cli-{self.calls}.{name}" for name in ("out", "err"))
-            request = {"args": args, "cwd": str(cwd), "env": self.env}
+            request = {"args": args, "cwd": str(cwd), "env": environ}
             request |= {"out": str(out), "err": str(err)}
             assert self.server.stdin is not None and self.server.stdout is not None
             self.server.stdin.write(json.dumps(request) + "\n")

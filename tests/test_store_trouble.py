@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.errors import ProjectionStuck
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
@@ -58,14 +58,19 @@ def one_sentence(done: subprocess.CompletedProcess[str], *expected: str) -> str:
 
 
 def a_store(tmp_path: Path, runs: int = 1) -> Path:
+    """A store with ``runs`` runs started, made in-process as the CLI's init and start would
+    (the commands under test come after), and closed, as those processes would be."""
     folder = tmp_path / "store"
     folder.mkdir()
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SPEC))
-    assert cli(folder, "init").returncode == 0
-    for _ in range(runs):
-        started = cli(folder, "start", str(spec))
-        assert started.returncode == 0, started.stdout + started.stderr
+    sandbox = {"RUNLEDGER_SANDBOX_PATH": str(tmp_path / "store-sandbox.sqlite3")}
+    settings = Settings(database_url=f"sqlite:///{folder / 'ledger.sqlite3'}")
+    settings = settings.model_copy(update={"module_settings": sandbox})
+    init_store(settings)
+    with bootstrap(settings) as rl:
+        for _ in range(runs):
+            rl.runs.start(SPEC)
     return folder
 
 
