@@ -2,10 +2,11 @@
 imported the CLI: the process an operator's shell would start, less its second of imports.
 
 The server (``python -m tests.forked_cli``, started by ``ForkedCli``) imports the CLI and starts
-no thread, then reads one JSON request a line: the arguments, the folder, the environment. For
-each it forks a child that points its standard streams at files of its own (input at
-/dev/null), runs the CLI's ``main()`` and ends as the interpreter would: ``SystemExit``'s code,
-or a traceback and 1. The server answers the child's exit status.
+no thread, then reads one batch of commands a line (JSON: the arguments, the folder and the
+environment of each). For each command it forks a child that points its standard streams at
+files of its own (input at /dev/null), runs the CLI's ``main()`` and ends as the interpreter
+would: ``SystemExit``'s code, or a traceback and 1. A batch's children start together; the
+server answers their exit statuses.
 """
 
 from __future__ import annotations
@@ -27,17 +28,29 @@ def _serve() -> None:
     from runledger.application.cli.app import main
 
     assert threading.active_count() == 1, "a thread would not survive the fork"
-    requests = sys.stdin
-    for line in requests:
+    for line in sys.stdin:
+        batch = json.loads(line)
         sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _child(json.loads(line), main)
-            finally:
-                os._exit(70)  # a child never goes back to serving, whatever went wrong
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({"code": os.waitstatus_to_exitcode(status)}), flush=True)
+        # Every child of a batch waits on one pipe, so they all start when the last is forked.
+        gate, opened = os.pipe()
+        pids = [_fork(request, main, gate, opened) for request in batch]
+        os.close(gate)
+        os.close(opened)
+        codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+        print(json.dumps({"codes": codes}), flush=True)
+
+
+def _fork(request: dict[str, Any], main: Callable[[], None], gate: int, opened: int) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.close(opened)
+        os.read(gate, 1)  # the end of file, once the server has forked the whole batch
+        os.close(gate)
+        _child(request, main)
+    finally:
+        os._exit(70)  # a child never goes back to serving, whatever went wrong
 
 
 def _child(request: dict[str, Any], main: Callable[[], None]) -> NoReturn:
@@ -106,21 +119,33 @@ class ForkedCli:
         self, *args: str, cwd: Path, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """One command; ``env``, as run_cli's, replaces the server's for this command."""
+        (done,) = self.run_together([args], cwd=cwd, env=env)
+        return done
+
+    def run_together(
+        self, commands: list[tuple[str, ...]], cwd: Path, env: dict[str, str] | None = None
+    ) -> list[subprocess.CompletedProcess[str]]:
+        """Several commands at one moment: their processes are let go together."""
         environ = self.env if env is None else self.environment(env)
         with self.lock:
-            self.calls += 1
-            out, err = (self.folder / f"cli-{self.calls}.{name}" for name in ("out", "err"))
-            request = {"args": args, "cwd": str(cwd), "env": environ}
-            request |= {"out": str(out), "err": str(err)}
+            files: list[tuple[Path, Path]] = []
+            for _ in commands:
+                self.calls += 1
+                files.append((self.folder / f"{self.calls}.out", self.folder / f"{self.calls}.err"))
+            batch = [
+                {"args": args, "cwd": str(cwd), "env": environ, "out": str(out), "err": str(err)}
+                for args, (out, err) in zip(commands, files, strict=True)
+            ]
             assert self.server.stdin is not None and self.server.stdout is not None
-            self.server.stdin.write(json.dumps(request) + "\n")
+            self.server.stdin.write(json.dumps(batch) + "\n")
             self.server.stdin.flush()
             answer = self.server.stdout.readline()
         assert answer, f"the CLI server died (exit {self.server.poll()})"
-        code = int(json.loads(answer)["code"])
-        return subprocess.CompletedProcess(
-            [*args], code, *(self._read(path) for path in (out, err))
-        )
+        codes = json.loads(answer)["codes"]
+        return [
+            subprocess.CompletedProcess(list(args), int(code), self._read(out), self._read(err))
+            for args, code, (out, err) in zip(commands, codes, files, strict=True)
+        ]
 
     @staticmethod
     def _read(path: Path) -> str:

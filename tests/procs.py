@@ -1,11 +1,9 @@
 """Runledger workers in processes of their own, and the parent's side of starting and ending them.
 
-Run as ``python -m tests.procs sweep|claim|inits ...`` from the project root. A worker bootstraps
-its own runledger on an initialised store (it never creates tables), says it is ready, waits for
-the parent's go, and then works; ``inits`` instead runs ``runledger init`` once per store, at the
-parent's go for each (``--ready``/``--go`` then name one file per turn, suffixed ``.<turn>``).
-Every revert call is appended as one JSON line to a shared file opened with ``O_APPEND``, so the
-parent can count calls across processes.
+Run as ``python -m tests.procs sweep|claim ...`` from the project root. A worker bootstraps its
+own runledger on an initialised store (it never creates tables), says it is ready, waits for the
+parent's go, and then works. Every revert call is appended as one JSON line to a shared file
+opened with ``O_APPEND``, so the parent can count calls across processes.
 """
 
 from __future__ import annotations
@@ -101,43 +99,19 @@ def _claim(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inits(args: argparse.Namespace) -> int:
-    """The real CLI's ``init``, once for each store. The CLI is imported before the first go, so
-    the processes race in init itself, not one interpreter start-up apart."""
-    from runledger.application.cli.app import main as cli
-
-    codes: list[int | str | None] = []
-    for turn, url in enumerate(args.urls):
-        os.environ["RUNLEDGER_DATABASE_URL"] = url
-        _await_go(Path(f"{args.ready}.{turn}"), Path(f"{args.go}.{turn}"))
-        sys.argv = ["runledger", "init"]
-        try:
-            cli()
-        except SystemExit as done:
-            codes.append(done.code)
-        sys.stdout.flush()
-    print(json.dumps({"worker": args.worker, "codes": codes}))
-    return 0
-
-
-COMMANDS = {"sweep": _sweep, "claim": _claim, "inits": _inits}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tests.procs")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
+    for name in ("sweep", "claim"):
         command = sub.add_parser(name)
+        command.add_argument("--url", required=True)
         command.add_argument("--worker", required=True)
         command.add_argument("--ready", required=True)
         command.add_argument("--go", required=True)
-    for name in ("sweep", "claim"):
-        sub.choices[name].add_argument("--url", required=True)
     sub.choices["sweep"].add_argument("--calls", required=True)
     sub.choices["claim"].add_argument("--entry", required=True)
-    sub.choices["inits"].add_argument("--urls", required=True, nargs="+")
     args = parser.parse_args(argv)
-    return COMMANDS[args.command](args)
+    return _sweep(args) if args.command == "sweep" else _claim(args)
 
 
 class Workers:
@@ -148,11 +122,8 @@ class Workers:
         self.go = folder / "go"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(
-        self, command: str, worker: str, *args: str, environ: dict[str, str] | None = None
-    ) -> None:
-        base = os.environ if environ is None else environ
-        env = {**base, "POSTGRES_POOL_SIZE": "2", "POSTGRES_MAX_OVERFLOW": "4"}
+    def start(self, command: str, worker: str, *args: str) -> None:
+        env = {**os.environ, "POSTGRES_POOL_SIZE": "2", "POSTGRES_MAX_OVERFLOW": "4"}
         # Files, not pipes: a chatty worker must not block on a pipe nobody is reading yet.
         with self.out(worker).open("wb") as out, self.err(worker).open("wb") as err:
             self.procs[worker] = subprocess.Popen(
@@ -184,18 +155,16 @@ class Workers:
     def err(self, worker: str) -> Path:
         return self.folder / f"{worker}.err"
 
-    def release(self, timeout: float = 30.0, turn: int | None = None) -> None:
-        """Say go once every worker has bootstrapped (or is ready for ``turn``), so their work
-        starts at one moment."""
-        suffix = "" if turn is None else f".{turn}"
+    def release(self, timeout: float = 30.0) -> None:
+        """Say go once every worker has bootstrapped, so their work starts at one moment."""
         deadline = time.monotonic() + timeout
-        while not all(Path(f"{self.ready(w)}{suffix}").exists() for w in self.procs):
+        while not all(self.ready(w).exists() for w in self.procs):
             dead = {w: p.returncode for w, p in self.procs.items() if p.poll() is not None}
             if dead or time.monotonic() > deadline:
                 self.end()
                 raise AssertionError(f"workers not ready (exited: {dead}): {self.outputs()}")
             time.sleep(0.01)
-        Path(f"{self.go}{suffix}").touch()
+        self.go.touch()
 
     def finish(self, timeout: float = 60.0) -> list[dict[str, Any]]:
         """Wait for every worker; answers what each printed. Any failure ends them all."""
