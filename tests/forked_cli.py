@@ -92,7 +92,7 @@ def _exit_code(main: Callable[[], None]) -> int:
 
 
 class ForkedCli:
-    """A server for a test's commands; ``run`` takes one at a time."""
+    """A server for a test's commands: ``run`` one, or ``run_together`` several at once."""
 
     def __init__(self, folder: Path, env: dict[str, str] | None = None) -> None:
         self.folder = folder

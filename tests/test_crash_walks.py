@@ -56,11 +56,7 @@ class Runners:
         self.calls = folder / "calls.jsonl"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, worker: str, *knobs: str, held: bool = False) -> None:
-        """A held runner starts up (imports, opens the store) and then waits for ``release``
-        before it joins or ticks: a runner the test starts after a kill is ready by then."""
-        if held:
-            knobs = (*knobs, "--ready", str(self._ready(worker)), "--go", str(self._go(worker)))
+    def start(self, worker: str, *knobs: str) -> None:
         # The walks are about kills, not waiting: short retry delays unless the caller set some.
         env = {
             "EVENT_RETRY_DELAYS_S": "0.2,0.5",
@@ -88,9 +84,6 @@ class Runners:
             self.procs[worker] = subprocess.Popen(
                 command, cwd=ROOT, env=env, stdout=out, stderr=err
             )
-
-    def release(self, worker: str) -> None:
-        self._go(worker).touch()
 
     def kill(self, worker: str) -> None:
         proc = self.procs[worker]
@@ -145,12 +138,6 @@ class Runners:
     def beats(self, worker: str) -> int:
         """How many ticks the runner has finished."""
         return read_beats(self.heartbeat(worker))
-
-    def _ready(self, worker: str) -> Path:
-        return self.folder / f"{worker}.ready"
-
-    def _go(self, worker: str) -> Path:
-        return self.folder / f"{worker}.go"
 
     def _out(self, worker: str) -> Path:
         return self.folder / f"{worker}.out"
@@ -280,7 +267,6 @@ def test_a_dispatch_killed_while_its_perform_hangs_is_reclaimed_under_the_same_k
     named_ids = [Resource.create_id(run_id, "spawn", KIND, ref) for ref in refs_for(key, 3)]
     # The hanging call is abandoned at its 3 s deadline: the kill must come before that.
     budget = ("--budget-ms", "3000", "--claim-slack-s", "0.5")
-    runners.start("rescuer", *budget, held=True)
     runners.start("hanger", "--hang-perform", *budget)
     runners.wait_until(lambda: len(read_calls(runners.calls)) == 1, "the perform to hang")
 
@@ -294,7 +280,7 @@ def test_a_dispatch_killed_while_its_perform_hangs_is_reclaimed_under_the_same_k
     runners.kill("hanger")
     assert names(histories(rl)[step_id]) == ["Planned", "DispatchClaimed"]
 
-    runners.release("rescuer")
+    runners.start("rescuer", *budget)
     runners.wait_until(lambda: settled(rl, [run_id]), "the reclaimed run to be given back")
     runners.stop("rescuer")
 
@@ -353,7 +339,6 @@ def test_a_runner_killed_mid_sweep_is_finished_by_the_next_and_nothing_judged_is
 ) -> None:
     rl = observer
     runs = [rl.runs.start(spec(f"sweep {n}", {"a": 3, "b": 3})) for n in range(6)]
-    runners.start("finisher", *QUICK, held=True)
     runners.start("sweeper", "--revert-ms", "400", *QUICK)
     # The third call means the first run's verdicts are saved and the second run's are not.
     runners.wait_until(
@@ -361,7 +346,7 @@ def test_a_runner_killed_mid_sweep_is_finished_by_the_next_and_nothing_judged_is
         "the sweep to be under way",
     )
     runners.kill("sweeper")
-    runners.release("finisher")
+    runners.start("finisher", *QUICK)
     runners.wait_until(lambda: settled(rl, runs), "the restarted runner to finish the sweep")
     runners.stop("finisher")
 
@@ -390,13 +375,12 @@ def freeze_a_runner_mid_sweep(rl: Runledger, runners: Runners) -> UUID:
     lapse and gives everything back, then r1 resumes (SIGCONT) and finishes its stale pass."""
     run_id = rl.runs.start(spec("frozen sweep", {"a": 2, "b": 2}))
     knobs = ("--revert-ms", "300", "--budget-ms", "800", "--claim-slack-s", "0.2")
-    runners.start("r2", *knobs, held=True)
     runners.start("r1", *knobs)
     runners.wait_until(
         lambda: any(c["call"] == "revert" for c in read_calls(runners.calls)), "a revert call"
     )
     runners.signal("r1", signal.SIGSTOP)
-    runners.release("r2")
+    runners.start("r2", *knobs)
     runners.wait_until(lambda: settled(rl, [run_id]), "r2 to take over and give it all back")
     frozen_in = runners.beats("r1")
     runners.signal("r1", signal.SIGCONT)
@@ -632,7 +616,6 @@ def test_a_runner_killed_after_k_calls_leaves_only_the_call_in_flight_to_be_made
 ) -> None:
     rl = observer
     run_id = rl.runs.start(spec("six groups", {f"s{i}": 1 for i in range(GROUPS)}))
-    runners.start("finisher", *QUICK, held=True)
     runners.start("sweeper", "--revert-ms", "400", *QUICK)
     # A line is written as a call starts: k answered calls, and the (k+1)-th in flight.
     runners.wait_until(lambda: len(reverts(runners)) >= answered + 1, "the sweep to be under way")
@@ -640,7 +623,7 @@ def test_a_runner_killed_after_k_calls_leaves_only_the_call_in_flight_to_be_made
     killed = reverts(runners)
     assert len(killed) == answered + 1  # the kill landed inside call k+1, before any other
     in_flight = killed[-1]["key"]
-    runners.release("finisher")
+    runners.start("finisher", *QUICK)
     runners.wait_until(lambda: settled(rl, [run_id]), "the finisher to give everything back")
     runners.stop("finisher")
 
