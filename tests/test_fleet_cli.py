@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +16,31 @@ import pytest
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
-from tests.test_cli import RUNLEDGER, run_cli
+from tests.forked_cli import ForkedCli
+from tests.test_cli import RUNLEDGER
 
 HOSTILE = "[red]x[/red]<script>\x1b[2J"
 
 
-def cli(folder: Path, url: str, *args: str) -> str:
-    done = run_cli(*args, cwd=folder, env={"RUNLEDGER_DATABASE_URL": url})
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
-    return done.stdout
+Cli = Callable[..., str]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
+    """Each command in a fresh process, forked from one that imported the CLI once."""
+    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
+    yield forked
+    forked.close()
+
+
+@pytest.fixture
+def cli(server: ForkedCli) -> Cli:
+    def run(folder: Path, url: str, *args: str) -> str:
+        done = server.run(*args, cwd=folder, env={"RUNLEDGER_DATABASE_URL": url})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+        return done.stdout
+
+    return run
 
 
 def tick(folder: Path, url: str, worker: str) -> None:
@@ -34,7 +51,9 @@ def tick(folder: Path, url: str, worker: str) -> None:
         rl.runner(worker).once()
 
 
-def test_runners_lists_a_hostile_worker_name_as_text(tmp_path: Path, store_url: str) -> None:
+def test_runners_lists_a_hostile_worker_name_as_text(
+    cli: Cli, tmp_path: Path, store_url: str
+) -> None:
     assert "No runners have recorded themselves yet." in cli(tmp_path, store_url, "runners")
     tick(tmp_path, store_url, "[red]x[/red]<script>")
     table = cli(tmp_path, store_url, "runners")
@@ -45,7 +64,7 @@ def test_runners_lists_a_hostile_worker_name_as_text(tmp_path: Path, store_url: 
 
 
 def test_a_worker_name_with_a_terminal_escape_is_shown_as_a_visible_escape(
-    tmp_path: Path, store_url: str
+    cli: Cli, tmp_path: Path, store_url: str
 ) -> None:
     tick(tmp_path, store_url, HOSTILE)
     table = cli(tmp_path, store_url, "runners")
@@ -56,7 +75,7 @@ def test_a_worker_name_with_a_terminal_escape_is_shown_as_a_visible_escape(
 
 @pytest.mark.slow
 def test_a_runner_process_is_live_while_it_ticks_and_stopped_after_sigterm(
-    tmp_path: Path, store_url: str
+    cli: Cli, tmp_path: Path, store_url: str
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     env["RUNLEDGER_DATABASE_URL"] = store_url
