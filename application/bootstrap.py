@@ -82,7 +82,7 @@ def init_store(settings: Settings | None = None) -> str:
     """Create every table, once, in one explicit step; running it again changes nothing, and
     so does running it from many processes at once (they take turns under a lock)."""
     settings = settings or Settings.from_env()
-    config = store_config(settings.database_url)
+    config = store_config(settings.database_url, settings.connect_timeout_s)
     with initialising(config) as (app, backend, cursor):
         Projector(app, backend).create_tables(cursor)
     return config.display
@@ -101,7 +101,7 @@ def bootstrap(
     settings = settings or Settings.from_env()
     load = registry is None
     registry = registry if registry is not None else Registry()
-    app, backend = open_app(store_config(settings.database_url))
+    app, backend = open_app(store_config(settings.database_url, settings.connect_timeout_s))
     projector = Projector(app, backend)
 
     # Every read of the views catches them up first: read-your-writes, kept in one place. The
@@ -181,7 +181,13 @@ def load_modules(rl: Runledger) -> None:
     def events(module: str) -> ModuleEvents:
         return ModuleEvents(module, rl.reconciler.reconcile_module, rl.reconciler.expire)
 
-    loader = Loader(rl.registry, events, settings.module_settings, environ=settings.module_environ)
+    loader = Loader(
+        rl.registry,
+        events,
+        settings.module_settings,
+        register_budget_s=settings.module_load_budget_s,
+        environ=settings.module_environ,
+    )
     builtins = [BUILTIN_DIR / name for name in settings.builtin_names()]
     statuses = [loader.load_folder(folder) for folder in builtins if folder.is_dir()]
     if settings.modules_dir:

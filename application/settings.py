@@ -31,6 +31,8 @@ ENV_NAMES = {
     "runner_gone_s": "EVENT_RUNNER_GONE_S",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
+    "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
+    "connect_timeout_s": "POSTGRES_CONNECT_TIMEOUT",
 }
 # Core's own names: no module is given them, whatever its name or manifest says.
 CORE_SETTINGS = frozenset(name for name in ENV_NAMES.values() if name.startswith("RUNLEDGER_"))
@@ -59,6 +61,11 @@ class Settings(BaseModel, frozen=True):
     retry_jitter: float = Field(default=0.2, ge=0, le=1, allow_inf_nan=False)
     modules_dir: str | None = None
     builtin_modules: str = "sandbox"
+    # How long a module's import, and then its register(), may take before it is stopped.
+    module_load_budget_s: float = Field(default=10.0, gt=0, le=600, allow_inf_nan=False)
+    # How long a call waits for a PostgreSQL connection before the store counts as away: the
+    # library's own POSTGRES_CONNECT_TIMEOUT, in whole seconds.
+    connect_timeout_s: int = Field(default=5, ge=1, le=600)
     module_settings: dict[str, str] = Field(default_factory=dict)
     """``RUNLEDGER_*`` settings for modules; each module is given only its own (module_scope)."""
     module_environ: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
@@ -149,7 +156,7 @@ class StoreConfig:
     display: str
 
 
-def store_config(url: str) -> StoreConfig:
+def store_config(url: str, connect_timeout_s: int = 5) -> StoreConfig:
     """Map RUNLEDGER_DATABASE_URL onto the eventsourcing library's settings."""
     try:
         parts = urlsplit(url)
@@ -192,7 +199,7 @@ def store_config(url: str) -> StoreConfig:
             "POSTGRES_PORT": port,
             "POSTGRES_USER": unquote(parts.username or "postgres"),
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
-            "POSTGRES_CONNECT_TIMEOUT": "5",
+            "POSTGRES_CONNECT_TIMEOUT": str(connect_timeout_s),
             "POSTGRES_SCHEMA": schema,
         }
         where = f"PostgreSQL at {parts.hostname}:{port}/{dbname}"

@@ -6,12 +6,14 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runledger.application.cli.demo import FESTIVAL, PARADE
+from tests.forked_cli import ForkedCli
 
 RUNLEDGER = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
 
@@ -33,6 +35,23 @@ def run_cli(
     )
 
 
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
+    """Each command in a fresh process, forked from one that imported the CLI once."""
+    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
+    yield forked
+    forked.close()
+
+
+@pytest.fixture
+def cli(server: ForkedCli) -> Cli:
+    """run_cli, on the server."""
+    return server.run
+
+
 def assert_the_demo_story(done: subprocess.CompletedProcess[str]) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -46,9 +65,9 @@ def assert_the_demo_story(done: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in out + done.stderr
 
 
-def statuses(folder: Path) -> list[tuple[str, str]]:
+def statuses(cli: Cli, folder: Path) -> list[tuple[str, str]]:
     """(name, status) of every run ``runs`` lists, newest first."""
-    listed = run_cli("runs", "--limit", "100", cwd=folder)
+    listed = cli("runs", "--limit", "100", cwd=folder)
     assert listed.returncode == 0, listed.stdout
     rows = [
         [cell.strip() for cell in line.split("│")[1:-1]]
@@ -68,12 +87,14 @@ DEMO_ENDS = [
 
 
 @pytest.mark.slow
-def test_the_demo_gives_back_what_it_can_and_shows_what_needs_a_person(tmp_path: Path) -> None:
-    done = run_cli("demo", cwd=tmp_path)
+def test_the_demo_gives_back_what_it_can_and_shows_what_needs_a_person(
+    cli: Cli, tmp_path: Path
+) -> None:
+    done = cli("demo", cwd=tmp_path)
     assert_the_demo_story(done)
     assert (tmp_path / "runledger.sqlite3").exists()
     assert (tmp_path / "sandbox.sqlite3").exists()
-    assert sorted(statuses(tmp_path)) == sorted(DEMO_ENDS)
+    assert sorted(statuses(cli, tmp_path)) == sorted(DEMO_ENDS)
 
 
 def story(out: str) -> str:
@@ -85,47 +106,50 @@ def story(out: str) -> str:
 
 @pytest.mark.slow
 def test_the_demo_run_twice_in_one_folder_tells_the_same_story_and_leaves_nothing_running(
+    cli: Cli,
     tmp_path: Path,
 ) -> None:
-    first, second = run_cli("demo", cwd=tmp_path), run_cli("demo", cwd=tmp_path)
+    first, second = cli("demo", cwd=tmp_path), cli("demo", cwd=tmp_path)
     assert_the_demo_story(first)
     assert_the_demo_story(second)
     # The same lines, give or take the order of entries recorded in one save.
     assert sorted(story(second.stdout).splitlines()) == sorted(story(first.stdout).splitlines())
-    assert sorted(statuses(tmp_path)) == sorted(DEMO_ENDS * 2)
+    assert sorted(statuses(cli, tmp_path)) == sorted(DEMO_ENDS * 2)
     assert "Left in the world: float-" in second.stdout
     [left] = [line for line in second.stdout.splitlines() if line.startswith("Left in the world")]
     assert left.count("float-") == 3  # this demo's floats, not the earlier one's too
 
 
-def start_spec(folder: Path, document: dict[str, Any]) -> str:
+def start_spec(cli: Cli, folder: Path, document: dict[str, Any]) -> str:
     (folder / "spec.json").write_text(json.dumps(document))
-    started = run_cli("start", "spec.json", cwd=folder)
+    started = cli("start", "spec.json", cwd=folder)
     assert started.returncode == 0, started.stdout
     return started.stdout.strip()
 
 
 @pytest.mark.slow
-def test_the_demo_first_ends_what_an_earlier_demo_left_running(tmp_path: Path) -> None:
+def test_the_demo_first_ends_what_an_earlier_demo_left_running(cli: Cli, tmp_path: Path) -> None:
     # What a demo that stopped half-way leaves: its festival holding the north, its parade going.
-    assert run_cli("init", cwd=tmp_path).returncode == 0
+    assert cli("init", cwd=tmp_path).returncode == 0
     for document in (FESTIVAL, PARADE):
-        start_spec(tmp_path, document)
-    assert run_cli("tick", cwd=tmp_path).returncode == 0
-    done = run_cli("demo", cwd=tmp_path)
+        start_spec(cli, tmp_path, document)
+    assert cli("tick", cwd=tmp_path).returncode == 0
+    done = cli("demo", cwd=tmp_path)
     assert_the_demo_story(done)
     assert "An earlier demo stopped before its end: 2 runs it left running" in done.stdout
-    ends = statuses(tmp_path)
+    ends = statuses(cli, tmp_path)
     assert ("Harvest festival", "aborted") in ends and ("Parade", "aborted") in ends
     assert "running" not in {status for _, status in ends}
 
 
 @pytest.mark.slow
 def test_the_demo_says_why_when_somebody_else_holds_the_north_and_leaves_nothing_running(
+    cli: Cli,
     tmp_path: Path,
 ) -> None:
-    assert run_cli("init", cwd=tmp_path).returncode == 0
+    assert cli("init", cwd=tmp_path).returncode == 0
     mine = start_spec(
+        cli,
         tmp_path,
         {
             "name": "my storm",
@@ -149,38 +173,39 @@ def test_the_demo_says_why_when_somebody_else_holds_the_north_and_leaves_nothing
             ],
         },
     )
-    assert run_cli("tick", cwd=tmp_path).returncode == 0
-    done = run_cli("demo", cwd=tmp_path)
+    assert cli("tick", cwd=tmp_path).returncode == 0
+    done = cli("demo", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert "bea cannot: Phase gather has steps still to finish" in done.stdout
     assert f"held by run {mine}" in done.stdout
-    ends = statuses(tmp_path)
+    ends = statuses(cli, tmp_path)
     assert ("my storm", "running") in ends
     assert ("Harvest festival", "aborted") in ends  # its fog-north was refused three times
     assert [s for _, s in ends].count("running") == 1
 
 
 def test_commands_on_a_store_that_was_never_initialised_say_so_in_one_line(
+    cli: Cli,
     tmp_path: Path,
 ) -> None:
-    done = run_cli("runs", cwd=tmp_path)
+    done = cli("runs", cwd=tmp_path)
     assert done.returncode == 2
     assert "run `runledger init` first" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_wrong_url_is_one_sentence_and_exit_code_2(tmp_path: Path) -> None:
-    done = run_cli("init", cwd=tmp_path, env={"RUNLEDGER_DATABASE_URL": "mysql://x/y"})
+def test_a_wrong_url_is_one_sentence_and_exit_code_2(cli: Cli, tmp_path: Path) -> None:
+    done = cli("init", cwd=tmp_path, env={"RUNLEDGER_DATABASE_URL": "mysql://x/y"})
     assert done.returncode == 2
     assert "is not understood" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_init_then_runs_on_an_empty_store(tmp_path: Path) -> None:
-    assert run_cli("init", cwd=tmp_path).returncode == 0
-    assert run_cli("init", cwd=tmp_path).returncode == 0
-    listed = run_cli("runs", cwd=tmp_path)
+def test_init_then_runs_on_an_empty_store(cli: Cli, tmp_path: Path) -> None:
+    assert cli("init", cwd=tmp_path).returncode == 0
+    assert cli("init", cwd=tmp_path).returncode == 0
+    listed = cli("runs", cwd=tmp_path)
     assert listed.returncode == 0 and "No runs yet." in listed.stdout
-    missing = run_cli("log", str(uuid.uuid4()), cwd=tmp_path)
+    missing = cli("log", str(uuid.uuid4()), cwd=tmp_path)
     assert missing.returncode == 2 and "no run" in missing.stdout

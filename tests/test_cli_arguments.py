@@ -7,9 +7,11 @@ import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from queue import Queue
 
 import pytest
 
+from tests.forked_cli import ForkedCli
 from tests.test_cli import run_cli
 
 # An argument cannot carry a NUL; a byte that is not UTF-8 reaches Python as a lone surrogate.
@@ -68,13 +70,26 @@ def test_hostile_arguments_to_every_command_never_end_in_a_traceback(
     run = started.stdout.strip().splitlines()[-1]
     walk = [args for value in ARGUMENTS.values() for args in commands(run, value)]
     walk += [["step", str(uuid.uuid4())], ["log", str(uuid.uuid4())]]
+    # Each command in a fresh process, forked from one that imported the CLI once: two servers,
+    # two commands at a time.
+    servers: Queue[ForkedCli] = Queue()
+    for n in range(2):
+        servers.put(ForkedCli(tmp_path / f"server-{n}", env))
 
     def attempt(args: list[str]) -> tuple[list[str], int, str]:
-        done = run_cli(*args, cwd=tmp_path, env=env)
+        server = servers.get()
+        try:
+            done = server.run(*args, cwd=tmp_path)
+        finally:
+            servers.put(server)
         return args, done.returncode, done.stdout + done.stderr
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(attempt, walk))
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(attempt, walk))
+    finally:
+        while not servers.empty():
+            servers.get().close()
     tracebacks = [(args[:2], out[-300:]) for args, _, out in results if "Traceback" in out]
     assert tracebacks == [], f"{len(tracebacks)} of {len(walk)} ended in a traceback"
     odd_exits = [(args[:2], code) for args, code, _ in results if code not in (0, 1, 2)]

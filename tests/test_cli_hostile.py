@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_cli import run_cli
+from tests.forked_cli import ForkedCli
 
 MODULE_CODE = textwrap.dedent("""
     class Unprintable(Exception):
@@ -62,39 +63,47 @@ def env(tmp_path: Path, store_url: str) -> dict[str, str]:
     return {"RUNLEDGER_DATABASE_URL": store_url, "RUNLEDGER_MODULES_DIR": str(tmp_path / "modules")}
 
 
-def cli(tmp_path: Path, env: dict[str, str], *args: str, code: int = 0) -> str:
-    done = run_cli(*args, cwd=tmp_path, env=env)
+@pytest.fixture
+def server(tmp_path: Path, env: dict[str, str]) -> Iterator[ForkedCli]:
+    """Each command in a fresh process, forked from one that imported the CLI once."""
+    forked = ForkedCli(tmp_path / "cli", env)
+    yield forked
+    forked.close()
+
+
+def cli(server: ForkedCli, *args: str, code: int = 0) -> str:
+    done = server.run(*args, cwd=server.folder.parent)
     out = done.stdout + done.stderr
     assert "Traceback" not in out, out
     assert done.returncode == code, out
     return done.stdout
 
 
-def start(tmp_path: Path, env: dict[str, str], name: str, **params: Any) -> str:
+def start(server: ForkedCli, name: str, **params: Any) -> str:
     spec = {
         "name": name,
         "phases": [
             {"id": "p", "steps": [{"id": "s", "action": "hostile.thing", "params": params}]}
         ],
     }
-    path = tmp_path / f"{name}.json"
+    path = server.folder.parent / f"{name}.json"
     path.write_text(json.dumps(spec), encoding="utf-8")
-    return cli(tmp_path, env, "start", str(path)).strip().splitlines()[-1]
+    return cli(server, "start", str(path)).strip().splitlines()[-1]
 
 
-def every_reader(tmp_path: Path, env: dict[str, str], runs: list[str]) -> None:
-    cli(tmp_path, env, "runs")
+def every_reader(server: ForkedCli, runs: list[str]) -> None:
+    cli(server, "runs")
     for run in runs:
-        cli(tmp_path, env, "log", run)
-        cli(tmp_path, env, "replay", run)
-        cli(tmp_path, env, "replay", run, "--json")
-    cli(tmp_path, env, "tick")
-    cli(tmp_path, env, "rebuild", "--verify")
+        cli(server, "log", run)
+        cli(server, "replay", run)
+        cli(server, "replay", run, "--json")
+    cli(server, "tick")
+    cli(server, "rebuild", "--verify")
 
 
 @pytest.mark.slow
 def test_case_1_a_nan_in_a_spec_is_refused_and_a_nan_in_an_answer_is_a_retry(
-    tmp_path: Path, env: dict[str, str]
+    tmp_path: Path, server: ForkedCli
 ) -> None:
     spec = tmp_path / "nan.json"
     spec.write_text(
@@ -102,17 +111,17 @@ def test_case_1_a_nan_in_a_spec_is_refused_and_a_nan_in_an_answer_is_a_retry(
         '"action": "hostile.thing", "params": {"note": NaN}}]}]}',
         encoding="utf-8",
     )
-    refused = cli(tmp_path, env, "start", str(spec), code=2)
+    refused = cli(server, "start", str(spec), code=2)
     assert "phases.0.steps.0.params.note: nan is not a number a ledger can store" in refused
-    run = start(tmp_path, env, "nan-answer", perform="nan-payload")
-    cli(tmp_path, env, "tick")
-    assert "nan is not a number a ledger can store" in cli(tmp_path, env, "log", run)
-    every_reader(tmp_path, env, [run])
+    run = start(server, "nan-answer", perform="nan-payload")
+    cli(server, "tick")
+    assert "nan is not a number a ledger can store" in cli(server, "log", run)
+    every_reader(server, [run])
 
 
 @pytest.mark.slow
 def test_case_2_nul_and_surrogates_never_stop_a_store_and_a_module_s_error_stays_visible(
-    tmp_path: Path, env: dict[str, str]
+    tmp_path: Path, server: ForkedCli
 ) -> None:
     spec = tmp_path / "nul.json"
     spec.write_text(
@@ -121,28 +130,27 @@ def test_case_2_nul_and_surrogates_never_stop_a_store_and_a_module_s_error_stays
         encoding="utf-8",
     )
     assert "name: a text must not contain the NUL character" in cli(
-        tmp_path, env, "start", str(spec), code=2
+        server, "start", str(spec), code=2
     )
-    nul = start(tmp_path, env, "nul-error", revert="nul-error")
-    surrogate = start(tmp_path, env, "surrogate-error", revert="surrogate-error")
-    cli(tmp_path, env, "tick")
-    assert "nul\\x00byte" in cli(tmp_path, env, "log", nul)
-    assert "bad\\ud800" in cli(tmp_path, env, "log", surrogate)
-    every_reader(tmp_path, env, [nul, surrogate])
+    nul = start(server, "nul-error", revert="nul-error")
+    surrogate = start(server, "surrogate-error", revert="surrogate-error")
+    cli(server, "tick")
+    assert "nul\\x00byte" in cli(server, "log", nul)
+    assert "bad\\ud800" in cli(server, "log", surrogate)
+    every_reader(server, [nul, surrogate])
 
 
 @pytest.mark.slow
 def test_case_4_answers_that_make_judging_raise_record_a_verdict_and_a_readable_error(
-    tmp_path: Path, env: dict[str, str]
+    server: ForkedCli,
 ) -> None:
     runs = {
-        how: start(tmp_path, env, how, revert=how)
-        for how in ("unprintable", "treacherous", "coroutine")
+        how: start(server, how, revert=how) for how in ("unprintable", "treacherous", "coroutine")
     }
-    cli(tmp_path, env, "tick")
+    cli(server, "tick")
     for how, run in runs.items():
-        shown = cli(tmp_path, env, "log", run)
+        shown = cli(server, "log", run)
         assert "1 attempt" in shown, (how, shown)
         if how != "treacherous":
             assert "Unprintable (its message could not be read)" in shown, shown
-    every_reader(tmp_path, env, list(runs.values()))
+    every_reader(server, list(runs.values()))

@@ -7,7 +7,7 @@ import pytest
 
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import ConfigError, NotInitialised, StoreUnavailable
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import CORE_SETTINGS, Settings, store_config
 
 
 def test_the_default_store_is_an_sqlite_file_beside_the_caller() -> None:
@@ -25,6 +25,22 @@ def test_a_postgres_url_maps_onto_the_library_settings() -> None:
     assert config.env["POSTGRES_PASSWORD"] == "s@cret"
     assert config.env["POSTGRES_DBNAME"] == "ledger"
     assert config.env["POSTGRES_SCHEMA"] == "live"
+
+
+def test_the_wait_for_a_postgres_connection_is_the_librarys_own_setting() -> None:
+    settings = Settings.from_env({"POSTGRES_CONNECT_TIMEOUT": "2"})
+    url = "postgresql://u@h/db"
+    assert store_config(url, settings.connect_timeout_s).env["POSTGRES_CONNECT_TIMEOUT"] == "2"
+    assert store_config(url).env["POSTGRES_CONNECT_TIMEOUT"] == "5"
+    with pytest.raises(ConfigError, match="POSTGRES_CONNECT_TIMEOUT"):
+        Settings.from_env({"POSTGRES_CONNECT_TIMEOUT": "0"})
+
+
+def test_a_module_has_ten_seconds_to_load_unless_the_environment_says_otherwise() -> None:
+    assert Settings.from_env({}).module_load_budget_s == 10.0
+    given = Settings.from_env({"RUNLEDGER_MODULE_LOAD_BUDGET_S": "1.5"})
+    assert given.module_load_budget_s == 1.5
+    assert "RUNLEDGER_MODULE_LOAD_BUDGET_S" in CORE_SETTINGS  # no module is given it
 
 
 def test_a_postgres_url_without_a_password_still_sets_one() -> None:

@@ -16,6 +16,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -149,28 +150,50 @@ def _never(**_: Any) -> Any:
     raise AssertionError("the test process never dispatches nor gives back")
 
 
+@contextmanager
+def fresh_store(admin: str) -> Iterator[str]:
+    url = new_pg_url(admin)
+    try:
+        init_store(Settings(database_url=url))  # once, here: runners never create tables
+        yield url
+    finally:
+        drop_pg_url(admin, url)
+
+
+@contextmanager
+def observing(url: str) -> Iterator[Runledger]:
+    """The test's own view of the store: it starts runs and reads, and never ticks."""
+    registry = Registry()
+    registry.module(MODULE).action(ACTION, perform=_never, revert=_never)
+    with bootstrap(Settings(database_url=url), registry) as rl:
+        yield rl
+
+
+@contextmanager
+def runner_procs(folder: Path, url: str) -> Iterator[Runners]:
+    procs = Runners(folder, url)
+    try:
+        yield procs
+    finally:
+        procs.end()
+
+
 @pytest.fixture
 def store(pg_admin: str) -> Iterator[str]:
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))  # once, here: runners never create tables
-    yield url
-    drop_pg_url(pg_admin, url)
+    with fresh_store(pg_admin) as url:
+        yield url
 
 
 @pytest.fixture
 def observer(store: str) -> Iterator[Runledger]:
-    """The test's own view of the store: it starts runs and reads, and never ticks."""
-    registry = Registry()
-    registry.module(MODULE).action(ACTION, perform=_never, revert=_never)
-    with bootstrap(Settings(database_url=store), registry) as rl:
+    with observing(store) as rl:
         yield rl
 
 
 @pytest.fixture
 def runners(store: str, tmp_path: Path) -> Iterator[Runners]:
-    procs = Runners(tmp_path, store)
-    yield procs
-    procs.end()
+    with runner_procs(tmp_path, store) as procs:
+        yield procs
 
 
 def spec(name: str, *phases: Phase) -> dict[str, Any]:
@@ -368,11 +391,25 @@ def freeze_a_runner_mid_sweep(rl: Runledger, runners: Runners) -> UUID:
     return run_id
 
 
+Frozen = tuple[Runledger, Runners, UUID]
+
+
+@pytest.fixture(scope="module")
+def frozen_sweep(pg_admin: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Frozen]:
+    """One frozen sweep, which the two tests below read and neither changes: it takes seconds
+    of real processes, and the second test asks another question of the same history."""
+    with (
+        fresh_store(pg_admin) as url,
+        observing(url) as rl,
+        runner_procs(tmp_path_factory.mktemp("frozen"), url) as runners,
+    ):
+        yield rl, runners, freeze_a_runner_mid_sweep(rl, runners)
+
+
 def test_a_runner_frozen_past_its_claims_records_no_verdict_over_the_runner_that_took_over(
-    observer: Runledger, runners: Runners
+    frozen_sweep: Frozen,
 ) -> None:
-    rl = observer
-    run_id = freeze_a_runner_mid_sweep(rl, runners)
+    rl, runners, run_id = frozen_sweep
 
     found = histories(rl)
     named = [e for e in rl.queries.entries(run_id) if e.kind != PLACEHOLDER_KIND]
@@ -405,10 +442,9 @@ def test_a_runner_frozen_past_its_claims_records_no_verdict_over_the_runner_that
 
 
 def test_a_sweep_whose_verdicts_lost_the_race_still_logs_one_summary_of_what_it_recorded(
-    observer: Runledger, runners: Runners
+    frozen_sweep: Frozen,
 ) -> None:
-    rl = observer
-    run_id = freeze_a_runner_mid_sweep(rl, runners)
+    rl, _, run_id = frozen_sweep
 
     swept = [line.detail for line in rl.queries.log(run_id) if line.kind == "cleanup.swept"]
     assert sum(d["reverted"] for d in swept if d["by"] == "r2") == 4

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,20 +16,46 @@ import pytest
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
-from tests.test_cli import RUNLEDGER, run_cli
+from tests.forked_cli import ForkedCli
+from tests.test_cli import RUNLEDGER
 
 HOSTILE = "[red]x[/red]<script>\x1b[2J"
 
 
-def cli(folder: Path, url: str, *args: str) -> str:
-    done = run_cli(*args, cwd=folder, env={"RUNLEDGER_DATABASE_URL": url})
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
-    return done.stdout
+Cli = Callable[..., str]
 
 
-def test_runners_lists_a_hostile_worker_name_as_text(tmp_path: Path, store_url: str) -> None:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
+    """Each command in a fresh process, forked from one that imported the CLI once."""
+    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
+    yield forked
+    forked.close()
+
+
+@pytest.fixture
+def cli(server: ForkedCli) -> Cli:
+    def run(folder: Path, url: str, *args: str) -> str:
+        done = server.run(*args, cwd=folder, env={"RUNLEDGER_DATABASE_URL": url})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+        return done.stdout
+
+    return run
+
+
+def tick(folder: Path, url: str, worker: str) -> None:
+    """One tick in-process, with the built-in modules the CLI would load: the listing is what
+    these tests run through the CLI."""
+    sandbox = {"RUNLEDGER_SANDBOX_PATH": str(folder / "sandbox.sqlite3")}
+    with bootstrap(Settings(database_url=url, module_settings=sandbox)) as rl:
+        rl.runner(worker).once()
+
+
+def test_runners_lists_a_hostile_worker_name_as_text(
+    cli: Cli, tmp_path: Path, store_url: str
+) -> None:
     assert "No runners have recorded themselves yet." in cli(tmp_path, store_url, "runners")
-    cli(tmp_path, store_url, "tick", "--worker", "[red]x[/red]<script>")
+    tick(tmp_path, store_url, "[red]x[/red]<script>")
     table = cli(tmp_path, store_url, "runners")
     assert "[red]x[/red]<script>" in table and "stopped" in table and "sandbox" in table
     (found,) = json.loads(cli(tmp_path, store_url, "runners", "--json"))
@@ -37,9 +64,9 @@ def test_runners_lists_a_hostile_worker_name_as_text(tmp_path: Path, store_url: 
 
 
 def test_a_worker_name_with_a_terminal_escape_is_shown_as_a_visible_escape(
-    tmp_path: Path, store_url: str
+    cli: Cli, tmp_path: Path, store_url: str
 ) -> None:
-    cli(tmp_path, store_url, "tick", "--worker", HOSTILE)
+    tick(tmp_path, store_url, HOSTILE)
     table = cli(tmp_path, store_url, "runners")
     assert "<script>\\x1b[2J" in table and "\x1b" not in table
     (found,) = json.loads(cli(tmp_path, store_url, "runners", "--json"))
@@ -48,7 +75,7 @@ def test_a_worker_name_with_a_terminal_escape_is_shown_as_a_visible_escape(
 
 @pytest.mark.slow
 def test_a_runner_process_is_live_while_it_ticks_and_stopped_after_sigterm(
-    tmp_path: Path, store_url: str
+    cli: Cli, tmp_path: Path, store_url: str
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
     env["RUNLEDGER_DATABASE_URL"] = store_url

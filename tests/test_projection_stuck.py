@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID, uuid4
 
@@ -14,7 +15,7 @@ from runledger.application.bootstrap import Runledger
 from runledger.application.errors import ProjectionStuck
 from tests.conftest import Factory
 from tests.corrupt import RUN_STARTED, UNKNOWN_TOPIC, delete_raw, events_table, insert_raw
-from tests.test_cli import run_cli
+from tests.forked_cli import ForkedCli
 from tests.test_projections import as_they_stand, ledger_a_run
 
 BAD_JSON = b'{"name": "half'
@@ -106,6 +107,14 @@ def test_another_process_finds_the_same_stuck_event(make_runledger: Factory) -> 
     assert second.projector.positions()["runs"] == position - 1
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
+    """Each command in a fresh process, forked from one that imported the CLI once."""
+    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
+    yield forked
+    forked.close()
+
+
 def env(store_url: str, tmp_path: Path) -> dict[str, str]:
     return {
         "RUNLEDGER_DATABASE_URL": store_url,
@@ -115,6 +124,7 @@ def env(store_url: str, tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_every_command_that_hits_a_stuck_projection_exits_2_with_its_sentence(
+    server: ForkedCli,
     rl: Runledger,
     store_url: str,
     tmp_path: Path,
@@ -128,7 +138,7 @@ def test_every_command_that_hits_a_stuck_projection_exits_2_with_its_sentence(
         ["rebuild"],
         ["projections"],
     ):
-        done = run_cli(*args, cwd=tmp_path, env=env(store_url, tmp_path))
+        done = server.run(*args, cwd=tmp_path, env=env(store_url, tmp_path))
         out = done.stdout + done.stderr
         assert done.returncode == 2, (args, out)
         assert f"cannot apply the event at position {position}" in done.stdout, (args, out)
@@ -137,13 +147,14 @@ def test_every_command_that_hits_a_stuck_projection_exits_2_with_its_sentence(
 
 @pytest.mark.slow
 def test_runledger_projections_shows_each_position_lag_and_where_it_is_stuck(
+    server: ForkedCli,
     rl: Runledger,
     store_url: str,
     tmp_path: Path,
 ) -> None:
     _, position, bad, _ = stuck_store(rl)
     head = rl.app.recorder.max_notification_id() or 0
-    done = run_cli("projections", cwd=tmp_path, env=env(store_url, tmp_path))
+    done = server.run("projections", cwd=tmp_path, env=env(store_url, tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
     rows = {
         line.split()[1]: line
@@ -229,13 +240,14 @@ def test_a_legacy_nul_in_a_name_is_projected_or_named_never_skipped(rl: Runledge
 
 @pytest.mark.slow
 def test_a_hostile_topic_is_shown_as_text_on_one_line(
+    server: ForkedCli,
     rl: Runledger,
     store_url: str,
     tmp_path: Path,
 ) -> None:
     topic = "[bold red]ALERT[/bold red]\n\x1b[31m\u2028[/]:x"
     _, position, _, _ = stuck_store(rl, topic, b"{}")
-    done = run_cli("runs", cwd=tmp_path, env=env(store_url, tmp_path))
+    done = server.run("runs", cwd=tmp_path, env=env(store_url, tmp_path))
     assert done.returncode == 2
     out = done.stdout.strip()
     assert len(out.splitlines()) == 1 and "\x1b" not in out, out

@@ -9,20 +9,20 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.errors import ProjectionStuck
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, insert_raw, tables
-from tests.test_cli import run_cli
+from tests.forked_cli import ForkedCli
 
 SPEC = {
     "name": "Harvest",
@@ -38,12 +38,27 @@ SPEC = {
 }
 
 
-def cli(folder: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {
-        "RUNLEDGER_DATABASE_URL": url or f"sqlite:///{folder / 'ledger.sqlite3'}",
-        "RUNLEDGER_SANDBOX_PATH": str(folder.parent / f"{folder.name}-sandbox.sqlite3"),
-    }
-    return run_cli(*args, cwd=folder.parent, env=env)
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
+    """Each command in a fresh process, forked from one that imported the CLI once."""
+    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
+    yield forked
+    forked.close()
+
+
+@pytest.fixture
+def cli(server: ForkedCli) -> Cli:
+    def run(folder: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {
+            "RUNLEDGER_DATABASE_URL": url or f"sqlite:///{folder / 'ledger.sqlite3'}",
+            "RUNLEDGER_SANDBOX_PATH": str(folder.parent / f"{folder.name}-sandbox.sqlite3"),
+        }
+        return server.run(*args, cwd=folder.parent, env=env)
+
+    return run
 
 
 def one_sentence(done: subprocess.CompletedProcess[str], *expected: str) -> str:
@@ -57,14 +72,19 @@ def one_sentence(done: subprocess.CompletedProcess[str], *expected: str) -> str:
 
 
 def a_store(tmp_path: Path, runs: int = 1) -> Path:
+    """A store with ``runs`` runs started, made in-process as the CLI's init and start would
+    (the commands under test come after), and closed, as those processes would be."""
     folder = tmp_path / "store"
     folder.mkdir()
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SPEC))
-    assert cli(folder, "init").returncode == 0
-    for _ in range(runs):
-        started = cli(folder, "start", str(spec))
-        assert started.returncode == 0, started.stdout + started.stderr
+    sandbox = {"RUNLEDGER_SANDBOX_PATH": str(tmp_path / "store-sandbox.sqlite3")}
+    settings = Settings(database_url=f"sqlite:///{folder / 'ledger.sqlite3'}")
+    settings = settings.model_copy(update={"module_settings": sandbox})
+    init_store(settings)
+    with bootstrap(settings) as rl:
+        for _ in range(runs):
+            rl.runs.start(SPEC)
     return folder
 
 
@@ -94,6 +114,7 @@ def read_only(paths: list[Path]) -> Iterator[None]:
 @pytest.mark.slow
 @pytest.mark.parametrize("what", ["the file", "the file and its folder"])
 def test_a_read_only_store_is_read_when_its_projections_are_current(
+    cli: Cli,
     tmp_path: Path,
     what: str,
 ) -> None:
@@ -116,7 +137,9 @@ def test_a_read_only_store_is_read_when_its_projections_are_current(
 
 
 @pytest.mark.slow
-def test_a_read_only_store_whose_projections_lag_says_it_cannot_catch_up(tmp_path: Path) -> None:
+def test_a_read_only_store_whose_projections_lag_says_it_cannot_catch_up(
+    cli: Cli, tmp_path: Path
+) -> None:
     folder = a_store(tmp_path, runs=2)
     with read_only([folder / "ledger.sqlite3", folder]):
         one_sentence(
@@ -129,7 +152,7 @@ def test_a_read_only_store_whose_projections_lag_says_it_cannot_catch_up(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_file_of_random_bytes_is_not_a_database(tmp_path: Path) -> None:
+def test_a_file_of_random_bytes_is_not_a_database(cli: Cli, tmp_path: Path) -> None:
     folder = tmp_path / "store"
     folder.mkdir()
     (folder / "ledger.sqlite3").write_bytes(os.urandom(64 * 1024))
@@ -142,7 +165,7 @@ def test_a_file_of_random_bytes_is_not_a_database(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_store_cut_in_half_is_not_a_database(tmp_path: Path) -> None:
+def test_a_store_cut_in_half_is_not_a_database(cli: Cli, tmp_path: Path) -> None:
     folder = a_store(tmp_path, runs=12)
     ledger = folder / "ledger.sqlite3"
     assert not (folder / "ledger.sqlite3-wal").exists()
@@ -182,6 +205,7 @@ def fill(folder: Path) -> Path:
 
 @pytest.mark.slow
 def test_on_a_full_disk_writes_fail_in_one_sentence_and_an_idle_store_still_reads(
+    cli: Cli,
     tmp_path: Path,
 ) -> None:
     with small_disk(tmp_path / "store", "3m") as folder:
@@ -221,7 +245,7 @@ def test_on_a_full_disk_writes_fail_in_one_sentence_and_an_idle_store_still_read
 
 @pytest.mark.postgres
 @pytest.mark.slow
-def test_a_query_postgres_refuses_is_one_sentence(pg_admin: str, tmp_path: Path) -> None:
+def test_a_query_postgres_refuses_is_one_sentence(cli: Cli, pg_admin: str, tmp_path: Path) -> None:
     from tests.conftest import drop_pg_url, new_pg_url
 
     url = new_pg_url(pg_admin)
@@ -243,37 +267,29 @@ def _fresh_url(engine: str, tmp_path: Path, pg_admin: str | None) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_many_inits_at_once_on_a_fresh_store_all_succeed(
+    server: ForkedCli,
     engine: str,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
     admin = request.getfixturevalue("pg_admin") if engine == "postgres" else None
-    from tests.test_cli import RUNLEDGER
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
-    for _ in range(4):
-        url = _fresh_url(engine, tmp_path, admin)
-        procs = [
-            subprocess.Popen(
-                [*RUNLEDGER, "init"],
-                cwd=tmp_path,
-                text=True,
-                env={**env, "RUNLEDGER_DATABASE_URL": url},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+    urls = [_fresh_url(engine, tmp_path, admin) for _ in range(4)]
+    try:
+        for url in urls:
+            # Eight processes of the real CLI's init, let go at one moment on a fresh store:
+            # forked from one that has imported the CLI, they race in init itself.
+            done = server.run_together(
+                [("init",)] * 8, cwd=tmp_path, env={"RUNLEDGER_DATABASE_URL": url}
             )
-            for _ in range(8)
-        ]
-        try:
-            outs = [(p.wait(120), p.stdout.read() if p.stdout else "") for p in procs]
-            assert [rc for rc, _ in outs] == [0] * 8, [out for rc, out in outs if rc]
+            assert [d.returncode for d in done] == [0] * 8, [d.stdout + d.stderr for d in done]
             with bootstrap(Settings(database_url=url), Registry()) as rl:
                 assert rl.projector.positions() == dict.fromkeys(
                     ("runs", "resources", "steps", "run_log", "runners"), 0
                 )
-        finally:
-            if admin is not None:
-                with psycopg.connect(admin, autocommit=True) as conn:
+    finally:
+        if admin is not None:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                for url in urls:
                     conn.execute(f"DROP SCHEMA IF EXISTS {url.rsplit('=', 1)[1]} CASCADE")
 
 
@@ -292,6 +308,7 @@ def test_a_rebuild_that_fails_leaves_no_shadow_tables(rl: Runledger) -> None:
 
 @pytest.mark.slow
 def test_a_rebuild_that_fails_through_the_cli_leaves_no_shadow_tables(
+    cli: Cli,
     rl: Runledger,
     store_url: str,
     tmp_path: Path,
@@ -307,6 +324,8 @@ def test_a_rebuild_that_fails_through_the_cli_leaves_no_shadow_tables(
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_a_read_only_postgres_is_read_when_current_and_says_when_it_cannot_catch_up(
+    cli: Cli,
+    server: ForkedCli,
     pg_admin: str,
     tmp_path: Path,
 ) -> None:
@@ -326,7 +345,7 @@ def test_a_read_only_postgres_is_read_when_current_and_says_when_it_cannot_catch
             **read_only_env,
             "RUNLEDGER_SANDBOX_PATH": str(tmp_path / "sandbox.sqlite3"),
         }
-        return run_cli(*args, cwd=folder, env=env)
+        return server.run(*args, cwd=folder, env=env)
 
     try:
         assert cli(folder, "init", url=url).returncode == 0
