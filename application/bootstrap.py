@@ -8,6 +8,7 @@ from pathlib import Path
 from runledger.application.modules.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
 from runledger.application.modules.protocol import Registry
 from runledger.application.parts import Parts
+from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.fleet import Fleet, Loaded
 from runledger.application.services.give_back import GiveBack
@@ -19,12 +20,16 @@ from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runner import Runner
 from runledger.application.services.runs import Runs
 from runledger.application.services.serving import served_by
+from runledger.application.services.tokens import Tokens
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
+from runledger.application.telemetry import Telemetry
 from runledger.projections.backend import Backend
+from runledger.projections.pages import Selection
 from runledger.projections.projector import Projector
 from runledger.projections.queries import Queries
 from runledger.projections.runners import RunnerRows
+from runledger.projections.tokens import TokenRows
 
 
 def utc_now() -> datetime:
@@ -49,6 +54,22 @@ class Runledger:
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
+    telemetry: Telemetry = field(default_factory=Telemetry)
+
+    @property
+    def tokens(self) -> Tokens:
+        rows = TokenRows(self.backend, fresh=self.projector.catch_up)
+        return Tokens(app=self.app, rows=rows, clock=self.clock)
+
+    @property
+    def bulk(self) -> Bulk:
+        return Bulk(
+            queries=self.queries,
+            selection=Selection(self.backend),
+            cleanup=self.cleanup,
+            max_attempts=self.settings.max_revert_attempts,
+            clock=self.clock,
+        )
 
     @property
     def history(self) -> History:

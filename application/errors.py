@@ -14,6 +14,7 @@ __all__ = [
     "BadRequest",
     "CannotCatchUp",
     "ConfigError",
+    "Conflict",
     "NotFound",
     "NotInitialised",
     "ProjectionStuck",
@@ -61,6 +62,11 @@ class NotFound(RunledgerError):
 
 class BadRequest(RunledgerError):
     """The input was refused; nothing was written."""
+
+
+class Conflict(BadRequest):
+    """The request is well formed but the state of things refuses it (a run that already ended,
+    a cleanup while the run is running, a plan that no longer matches); nothing was written."""
 
 
 STORE_ERRORS: tuple[type[BaseException], ...] = (

@@ -17,6 +17,7 @@ from runledger.projections.views.run_log import RunLogView
 from runledger.projections.views.runners import RunnersView
 from runledger.projections.views.runs import RunsView
 from runledger.projections.views.steps import StepsView
+from runledger.projections.views.tokens import TokensView
 
 PAGE = 2_000
 Progress = Callable[[int, int], None]
@@ -38,7 +39,7 @@ class View(Protocol):
 
 
 def all_views() -> list[View]:
-    return [RunsView(), ResourcesView(), StepsView(), RunLogView(), RunnersView()]
+    return [RunsView(), ResourcesView(), StepsView(), RunLogView(), RunnersView(), TokensView()]
 
 
 Peek = tuple[int, list[Note]]
