@@ -87,6 +87,7 @@ class Runledger:
             worker_name(worker),
             fleet=self.fleet,
             loaded=self.loaded,
+            observe=self.telemetry.tick,
         )
 
     def close(self) -> None:

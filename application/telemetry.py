@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+
+if TYPE_CHECKING:
+    from runledger.application.services.runner import TickReport
 
 log = logging.getLogger("runledger.telemetry")
 
@@ -41,6 +44,25 @@ class Telemetry:
             ["route", "status"],
             registry=self.registry,
         )
+
+    def tick(self, report: TickReport, advance_s: float, cleanup_s: float) -> None:
+        """Time the legs; a tick that did work says what in one line, an idle one says nothing."""
+        self.legs.labels(leg="advance").observe(advance_s)
+        self.legs.labels(leg="cleanup").observe(cleanup_s)
+        self.legs.labels(leg="tick").observe(advance_s + cleanup_s)
+        done = report.advance
+        given_back = sum(s.reverted for s in report.swept.values())
+        failed = done.failed + sum(s.failed + s.drifted for s in report.swept.values())
+        if done.dispatched or done.completed or done.aborted or report.swept:
+            say(
+                "runner.tick",
+                dispatched=done.dispatched,
+                completed=done.completed,
+                aborted=done.aborted,
+                given_back=given_back,
+                failed=failed,
+                ms=round((advance_s + cleanup_s) * 1000, 2),
+            )
 
     def module_call(self, action: str, outcome: str, seconds: float) -> None:
         self.module_calls.labels(action=action[:120], outcome=outcome).observe(seconds)

@@ -24,16 +24,23 @@ Every route under /admin needs a bearer token (`runledger token create NAME --ro
 recorded in the name the token carries."""
 
 
-def create_app(rl: Runledger) -> FastAPI:
+def routes() -> FastAPI:
+    """The application's routes and schemas, bound to no store: what the OpenAPI document says."""
     app = FastAPI(title="runledger", version=__version__, description=DESCRIPTION)
+    for router in (runs.router, bulk.router, entries.router, fleet.router, health.router):
+        app.include_router(router)
+    errors.install(app)
+    return app
+
+
+def create_app(rl: Runledger) -> FastAPI:
+    """The API over one composition root."""
+    app = routes()
     app.state.rl = rl
     app.state.writes = threading.Lock()
     registry: CollectorRegistry = rl.telemetry.registry
     registry.register(StoreCollector(rl))
     app.state.metrics = registry
-    for router in (runs.router, bulk.router, entries.router, fleet.router, health.router):
-        app.include_router(router)
-    errors.install(app)
 
     @app.middleware("http")
     async def log_request(

@@ -25,6 +25,17 @@ def _answer(status: int, error: BaseException) -> JSONResponse:
     return JSONResponse({"detail": safe_text(str(error), 2_000)}, status_code=status)
 
 
+def _invalid(error: BadRequest) -> JSONResponse:
+    """A refused input in the shape FastAPI gives its own validation errors, with the field the
+    sentence names (``phases.0.steps.0.params.note: nan is not…``) as its location."""
+    said = safe_text(str(error), 2_000)
+    field, sep, _ = said.partition(": ")
+    path = field.split(".") if sep and field and " " not in field else []
+    where: list[str | int] = [int(p) if p.isdigit() else p for p in path]
+    problem = {"loc": ["body", *where], "msg": said, "type": "value_error"}
+    return JSONResponse({"detail": [problem]}, status_code=422)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(NotFound)
     def not_found(_: Request, error: NotFound) -> JSONResponse:
@@ -42,7 +53,7 @@ def install(app: FastAPI) -> None:
     def bad_request(request: Request, error: BadRequest) -> JSONResponse:
         if isinstance(error, Conflict):
             return _answer(409, error)
-        return _answer(422, error)
+        return _invalid(error)
 
     @app.exception_handler(StoreError)
     @app.exception_handler(NotInitialised)

@@ -55,6 +55,7 @@ def _cursor(token: str | None) -> Cursor | None:
 
 
 def known_run(rl: Runledger, run_id: UUID) -> RunRow:
+    rl.projector.catch_up()  # TEMPORARY until reads are fresh in one place (issue 10)
     row = rl.queries.run(run_id, rl.clock(), rl.settings.max_revert_attempts)
     if row is None:
         raise NotFound(f"no run {run_id}")

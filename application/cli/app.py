@@ -21,6 +21,8 @@ from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.cli import fleet as fleet_cli
 from runledger.application.cli import operator as operator_cli
 from runledger.application.cli import sandbox as sandbox_cli
+from runledger.application.cli import serve as serve_cli
+from runledger.application.cli import tokens as tokens_cli
 from runledger.application.cli.console import LOG_LINES, show_runs
 from runledger.application.cli.demo import run_demo
 from runledger.application.cli.display import safe_text
@@ -284,6 +286,8 @@ def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
 operator_cli.register(app, console, _open, _guarded)
 fleet_cli.register(app, console, _open, _guarded)
 sandbox_cli.register(app, console, _guarded)
+tokens_cli.register(app, console, _open, _guarded)
+serve_cli.register(app, console, _open, _guarded, _default_worker)
 
 
 def main() -> None:

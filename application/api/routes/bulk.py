@@ -7,8 +7,11 @@ from fastapi import APIRouter
 from runledger.application.api import reading
 from runledger.application.api.deps import Operator, Rl, Viewer, Writes
 from runledger.application.api.schemas import bulk
+from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
 
-router = APIRouter(prefix="/admin/events/cleanup", tags=["cleanup"])
+router = APIRouter(
+    prefix="/admin/events/cleanup", tags=["cleanup"], responses=AUTHENTICATED | ACTING
+)
 
 
 @router.post("/plan", response_model=bulk.Plan)

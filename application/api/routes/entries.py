@@ -10,8 +10,9 @@ from fastapi import APIRouter, Query
 from runledger.application.api import reading
 from runledger.application.api.deps import Rl, Viewer
 from runledger.application.api.schemas import history, runs
+from runledger.application.api.schemas.responses import ABOUT_ONE, AUTHENTICATED
 
-router = APIRouter(prefix="/admin/entries", tags=["entries"])
+router = APIRouter(prefix="/admin/entries", tags=["entries"], responses=AUTHENTICATED | ABOUT_ONE)
 
 
 @router.get("/{entry_id}", response_model=runs.Entry)

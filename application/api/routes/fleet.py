@@ -9,8 +9,9 @@ from fastapi import APIRouter
 from runledger.application.api import reading
 from runledger.application.api.deps import Admin, Rl, Viewer, Writes
 from runledger.application.api.schemas import fleet, tokens
+from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 
-router = APIRouter(prefix="/admin", tags=["fleet"])
+router = APIRouter(prefix="/admin", tags=["fleet"], responses=AUTHENTICATED | ABOUT_ONE | ACTING)
 
 
 @router.get("/modules", response_model=list[fleet.Module])

@@ -11,11 +11,14 @@ from fastapi import APIRouter, Body, Query
 from runledger.application.api import reading
 from runledger.application.api.deps import Operator, Rl, Viewer, Writes
 from runledger.application.api.schemas import history, runs
+from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
 from runledger.projections.pages import RunFilter
 
-router = APIRouter(prefix="/admin/events/runs", tags=["runs"])
+router = APIRouter(
+    prefix="/admin/events/runs", tags=["runs"], responses=AUTHENTICATED | ABOUT_ONE | ACTING
+)
 
 
 @router.get("", response_model=runs.RunPage)

@@ -1,0 +1,74 @@
+"""`runledger serve`: the HTTP API, and in the same process a runner, until SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Annotated, Any
+
+import typer
+import uvicorn
+from rich.console import Console
+
+from runledger.application.api.app import create_app
+from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.errors import BadRequest
+from runledger.application.telemetry import configure_logging
+
+log = logging.getLogger("runledger.serve")
+
+
+def _runner_thread(
+    rl: Runledger, worker: str, interval: float, stop: threading.Event
+) -> threading.Thread:
+    """A runner on its own composition root (the services keep per-tick state on themselves),
+    sharing the modules this process loaded."""
+    own = bootstrap(rl.settings, rl.registry, clock=rl.clock)
+    own.modules = rl.modules
+    own.telemetry = rl.telemetry
+
+    def work() -> None:
+        try:
+            own.runner(worker).run(interval, stop)
+        finally:
+            own.close()
+
+    thread = threading.Thread(target=work, name=f"runner-{worker}", daemon=True)
+    thread.start()
+    return thread
+
+
+def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any, worker: Any) -> None:
+    @app.command()
+    def serve(
+        host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+        runner: Annotated[
+            bool, typer.Option("--runner/--no-runner", help="also tick as a runner (default)")
+        ] = True,
+        interval: Annotated[float, typer.Option(help="seconds between ticks")] = 1.0,
+        worker_name: Annotated[
+            str, typer.Option("--worker", help="the runner's name (default: host:pid)")
+        ] = "",
+    ) -> None:
+        """Serve the admin HTTP API (and tick as a runner) until SIGTERM or Ctrl-C."""
+        configure_logging()
+        guarded(lambda: None if 0 < port < 65536 else _bad_port(port))
+        with open_rl() as rl:
+            stop = threading.Event()
+            thread = _runner_thread(rl, worker_name or worker(), interval, stop) if runner else None
+            config = uvicorn.Config(
+                create_app(rl), host=host, port=port, log_config=None, access_log=False
+            )
+            log.info("serving on http://%s:%d (runner: %s)", host, port, "yes" if runner else "no")
+            try:
+                uvicorn.Server(config).run()  # returns on SIGTERM / SIGINT, requests finished
+            finally:
+                stop.set()
+                if thread is not None:
+                    thread.join()
+            log.info("stopped")
+
+
+def _bad_port(port: int) -> None:
+    raise BadRequest(f"--port: {port} is not a port (1-65535)")
