@@ -11,6 +11,7 @@ from runledger.domain.text import safe_text
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
 
 __all__ = [
+    "BadQuery",
     "BadRequest",
     "CannotCatchUp",
     "ConfigError",
@@ -62,6 +63,10 @@ class NotFound(RunledgerError):
 
 class BadRequest(RunledgerError):
     """The input was refused; nothing was written."""
+
+
+class BadQuery(BadRequest):
+    """A query parameter was refused (the HTTP API says where it was)."""
 
 
 class Conflict(BadRequest):

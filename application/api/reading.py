@@ -9,7 +9,7 @@ from uuid import UUID
 
 from runledger.application.api.schemas import bulk, fleet, history, runs
 from runledger.application.bootstrap import Runledger
-from runledger.application.errors import BadRequest, NotFound
+from runledger.application.errors import BadQuery, BadRequest, NotFound
 from runledger.application.services.bulk import Plan
 from runledger.application.services.history import Replay, Stepping
 from runledger.application.services.verdicts import Summary
@@ -51,7 +51,7 @@ def _cursor(token: str | None) -> Cursor | None:
         started, run_id = raw.split("|", 1)
         return Cursor(float(started), str(UUID(run_id)))
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise BadRequest("cursor: not a cursor this API gave out") from None
+        raise BadQuery("cursor: not a cursor this API gave out") from None
 
 
 def known_run(rl: Runledger, run_id: UUID) -> RunRow:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from typing import Annotated, Any
 
@@ -61,6 +62,11 @@ def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any, wor
                 create_app(rl), host=host, port=port, log_config=None, access_log=False
             )
             log.info("serving on http://%s:%d (runner: %s)", host, port, "yes" if runner else "no")
+            # uvicorn turns SIGTERM / SIGINT into a graceful stop, then puts back the handlers it
+            # found and raises the signal again: with the defaults that kills the process before
+            # the runner below has stopped and recorded it. Found handlers that do nothing.
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, lambda *_: None)
             try:
                 uvicorn.Server(config).run()  # returns on SIGTERM / SIGINT, requests finished
             finally:

@@ -108,6 +108,8 @@ class Runs(Service):
         """A person advances the current phase once its steps are done."""
         person(by, "advancing a phase")
         run, spec = self._load(run_id)
+        if run.is_terminal:
+            raise RunNotRunning(f"run {run_id} has already ended ({run.status})")
         phase = spec.phases[run.phase]
         steps = self._steps(run, run.phase)
         if any(s.state != "done" for s in steps):

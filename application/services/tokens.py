@@ -11,10 +11,11 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from runledger.application.errors import BadRequest, NotFound
-from runledger.application.services.inputs import person
+from runledger.application.services.inputs import MAX_NAME, person
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.text import safe_text
 from runledger.domain.token import ROLES, ApiToken, Role, as_role, digest
+from runledger.domain.values import check_text
 from runledger.projections.tokens import TokenRow, TokenRows
 
 PREFIX = "rl_"
@@ -45,7 +46,7 @@ class Tokens:
 
     def issue(self, name: str, role: str, by: str) -> Issued:
         """A new token for ``name``; its secret is in the answer and nowhere else."""
-        holder = person(name, "a token")
+        holder = check_text(name, "name", limit=MAX_NAME, empty=False)
         issuer = person(by, "issuing a token")
         granted = as_role(role)
         if granted is None:

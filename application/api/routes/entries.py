@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from runledger.application.api import reading
 from runledger.application.api.deps import Rl, Viewer
 from runledger.application.api.schemas import history, runs
+from runledger.application.api.schemas.common import MAX_INT
 from runledger.application.api.schemas.responses import ABOUT_ONE, AUTHENTICATED
 
 router = APIRouter(prefix="/admin/entries", tags=["entries"], responses=AUTHENTICATED | ABOUT_ONE)
@@ -26,7 +27,7 @@ def entry_history(
     _: Viewer,
     entry_id: UUID,
     upto: Annotated[
-        int | None, Query(ge=1, description="read no further than this version")
+        int | None, Query(ge=1, le=MAX_INT, description="read no further than this version")
     ] = None,
 ) -> history.EntryHistory:
     """Each version's state, what changed, and for leases and drift the values side by side."""

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Body, Query
+from pydantic import AwareDatetime
 
 from runledger.application.api import reading
 from runledger.application.api.deps import Operator, Rl, Viewer, Writes
 from runledger.application.api.schemas import history, runs
+from runledger.application.api.schemas.common import MAX_INT, StoredText
 from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
@@ -27,7 +28,7 @@ def list_runs(
     _: Viewer,
     status: RunStatus | None = None,
     cleanup_status: CleanupStatus | None = None,
-    name: Annotated[str | None, Query(max_length=200)] = None,
+    name: Annotated[StoredText | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=reading.MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> runs.RunPage:
@@ -58,7 +59,7 @@ def get_log(
     _: Viewer,
     run_id: UUID,
     limit: Annotated[int, Query(ge=1, le=reading.MAX_PAGE * 10)] = 200,
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
 ) -> runs.LogPage:
     """The run's last lines, in store order; `earlier` pages back."""
     return reading.log_page(rl, run_id, limit, before)
@@ -99,6 +100,8 @@ def clean_up_run(rl: Rl, writes: Writes, actor: Operator, run_id: UUID) -> runs.
 
 
 @router.get("/{run_id}/replay", response_model=history.Replay)
-def replay_run(rl: Rl, _: Viewer, run_id: UUID, as_of: datetime | None = None) -> history.Replay:
+def replay_run(
+    rl: Rl, _: Viewer, run_id: UUID, as_of: AwareDatetime | None = None
+) -> history.Replay:
     """Every event of the run and its entries in store order, optionally as of a past time."""
     return reading.replay(rl.history.replay(run_id, as_of))

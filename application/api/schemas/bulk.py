@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from datetime import datetime
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import AwareDatetime, Field
 
-from runledger.application.api.schemas.common import Answer, Ask
+from runledger.application.api.schemas.common import Answer, Ask, StoredText
 from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.domain.status import CleanupStatus
 
@@ -13,12 +12,12 @@ from runledger.domain.status import CleanupStatus
 class Selector(Ask):
     """Which unresolved entries of ended runs to retry; every field narrows the selection."""
 
-    module: str | None = Field(None, max_length=200)
-    action: str | None = Field(None, max_length=400)
+    module: StoredText | None = Field(None, max_length=200)
+    action: StoredText | None = Field(None, max_length=400)
     run_status: str | None = Field(None, pattern="^(completed|cancelled|aborted)$")
     cleanup_status: CleanupStatus | None = None
-    ended_after: datetime | None = None
-    ended_before: datetime | None = None
+    ended_after: AwareDatetime | None = None
+    ended_before: AwareDatetime | None = None
 
 
 class PlannedEntry(Answer):

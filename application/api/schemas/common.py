@@ -1,6 +1,24 @@
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from runledger.domain.values import text_problem
+
+MAX_INT = 2**63 - 1
+"""The largest integer either store keeps: a bound on every integer a request may carry."""
+
+
+def _storable(value: str) -> str:
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+StoredText = Annotated[str, AfterValidator(_storable)]
+"""Text a store can hold and compare: no NUL, no lone surrogates, bounded."""
 
 
 class Answer(BaseModel):

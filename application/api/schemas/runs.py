@@ -6,7 +6,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.api.schemas.common import Answer, Ask
+from runledger.application.api.schemas.common import Answer, Ask, StoredText
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
 
@@ -108,7 +108,7 @@ class Cancel(Ask):
 
 
 class Abort(Ask):
-    reason: str = Field(min_length=1, max_length=10_000)
+    reason: StoredText = Field(min_length=1, max_length=10_000)
 
 
 class Started(Answer):

@@ -5,7 +5,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.api.schemas.common import Answer, Ask
+from runledger.application.api.schemas.common import Answer, Ask, StoredText
 from runledger.domain.token import Role
 
 
@@ -19,7 +19,7 @@ class Token(Answer):
 
 
 class NewToken(Ask):
-    name: str = Field(min_length=1, max_length=200, description="the person it speaks for")
+    name: StoredText = Field(min_length=1, max_length=200, description="the person it speaks for")
     role: Role
 
 
