@@ -41,20 +41,22 @@ LEDGER_PREFIXES = ("POSTGRES_", "SQLITE_")
 class Settings(BaseModel, frozen=True):
     """Every setting in one place, read from the environment at the composition root."""
 
+    # default= by keyword: type checkers see a Field's default only there (dataclass_transform),
+    # so Settings(database_url=...) type-checks without naming every other field.
     database_url: str = DEFAULT_DATABASE_URL
-    max_revert_attempts: int = Field(3, ge=1)
-    cleanup_run_batch: int = Field(10, ge=1)
-    cleanup_groups_per_run: int = Field(25, ge=1)
-    advance_run_batch: int = Field(50, ge=1)
-    steps_per_run_tick: int = Field(20, ge=1)
-    steps_per_tick: int = Field(50, ge=1)
-    lease_max_s: int = Field(86_400, ge=1)
-    runner_gone_s: int = Field(60, ge=1)
-    default_budget_ms: int = Field(10_000, ge=1)
+    max_revert_attempts: int = Field(default=3, ge=1)
+    cleanup_run_batch: int = Field(default=10, ge=1)
+    cleanup_groups_per_run: int = Field(default=25, ge=1)
+    advance_run_batch: int = Field(default=50, ge=1)
+    steps_per_run_tick: int = Field(default=20, ge=1)
+    steps_per_tick: int = Field(default=50, ge=1)
+    lease_max_s: int = Field(default=86_400, ge=1)
+    runner_gone_s: int = Field(default=60, ge=1)
+    default_budget_ms: int = Field(default=10_000, ge=1)
     # A claim covers one call: its budget, plus this much for saving the verdict after it.
-    claim_slack_s: float = Field(5.0, ge=0, allow_inf_nan=False)
+    claim_slack_s: float = Field(default=5.0, ge=0, allow_inf_nan=False)
     retry_delays_s: tuple[float, ...] = (5.0, 30.0, 120.0)
-    retry_jitter: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
+    retry_jitter: float = Field(default=0.2, ge=0, le=1, allow_inf_nan=False)
     modules_dir: str | None = None
     builtin_modules: str = "sandbox"
     module_settings: dict[str, str] = Field(default_factory=dict)

@@ -6,8 +6,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from runledger.domain.fate import OPEN
 from runledger.domain.ids import natural_id
-from runledger.domain.resource import UNRESOLVED
 
 
 def holds_target(
@@ -21,7 +21,7 @@ def holds_target(
     only a live run inside its lease's ``until`` holds the target.
     """
     if entry_state is not None:
-        return entry_state in UNRESOLVED and entry_state != "drifted"
+        return entry_state in OPEN
     return run_live and until is not None and until > now
 
 

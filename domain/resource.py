@@ -12,6 +12,7 @@ from runledger.domain.errors import (
     NotClaimable,
     NotClaimHolder,
 )
+from runledger.domain.fate import Fate, State
 from runledger.domain.ids import natural_id
 
 PLACEHOLDER_KIND = "@step"
@@ -19,18 +20,6 @@ LEASE_KIND = "override"
 MAX_KIND = 64
 MAX_REF = 190
 
-State = Literal[
-    "placeholder",
-    "live",
-    "superseded",
-    "reverted",
-    "failing",
-    "drifted",
-    "orphaned",
-    "expired",
-    "kept",
-]
-UNRESOLVED: frozenset[str] = frozenset({"placeholder", "live", "failing", "drifted", "orphaned"})
 FailureMode = Literal["retry", "terminal"]
 
 
@@ -122,15 +111,8 @@ class Resource(Aggregate):
         self.payload = payload
         self.member_key = member_key
         self.until = until
-        self.state: State = "placeholder" if kind == PLACEHOLDER_KIND else "live"
-        self.attempts = 0
-        self.terminal = False
-        self.claim_worker: str | None = None
-        self.claim_expires_at: datetime | None = None
-        self.last_error: str | None = None
-        self.drift_current: Any = None
+        self.fate = Fate.recorded(placeholder=self.is_placeholder)
         self.kept_by: str | None = None
-        self.next_attempt_at: datetime | None = None
         self.note: str | None = None
 
     @property
@@ -141,45 +123,63 @@ class Resource(Aggregate):
     def is_lease(self) -> bool:
         return self.kind == LEASE_KIND
 
+    # The fate's fields, read where callers have always read them; only an event changes them.
+    @property
+    def state(self) -> State:
+        return self.fate.state
+
+    @property
+    def attempts(self) -> int:
+        return self.fate.attempts
+
+    @property
+    def terminal(self) -> bool:
+        return self.fate.terminal
+
+    @property
+    def claim_worker(self) -> str | None:
+        return self.fate.claim_worker
+
+    @property
+    def claim_expires_at(self) -> datetime | None:
+        return self.fate.claim_expires_at
+
+    @property
+    def next_attempt_at(self) -> datetime | None:
+        return self.fate.next_attempt_at
+
+    @property
+    def last_error(self) -> str | None:
+        return self.fate.last_error
+
+    @property
+    def drift_current(self) -> Any:
+        return self.fate.drift_current
+
     @property
     def unresolved(self) -> bool:
-        return self.state in UNRESOLVED
+        return self.fate.unresolved
 
     def under_live_claim(self, now: datetime) -> bool:
-        return self.claim_expires_at is not None and self.claim_expires_at > now
-
-    def due(self, now: datetime) -> bool:
-        """Whether the back-off after its last failure has passed."""
-        return self.next_attempt_at is None or self.next_attempt_at <= now
+        return self.fate.under_live_claim(now)
 
     def retryable(self, now: datetime, max_attempts: int) -> bool:
-        """SPEC's rule: may automatic cleanup attempt this entry now?"""
-        return (
-            self.unresolved
-            and self.state != "drifted"
-            and not self.terminal
-            and self.attempts < max_attempts
-            and not self.under_live_claim(now)
-            and self.due(now)
-        )
+        return self.fate.retryable(now, max_attempts)
+
+    def still_open(self, now: datetime, max_attempts: int) -> bool:
+        return self.fate.still_open(now, max_attempts)
 
     def supersede(self, at: datetime) -> None:
         if not self.is_placeholder or not self.unresolved:
             raise NotAPlaceholder(f"{self.kind}:{self.ref} is {self.state}, not a placeholder")
         self._superseded(at=at)
 
-    def still_open(self, now: datetime, max_attempts: int) -> bool:
-        """Work automatic cleanup may still do: retryable now or after its back-off, or an
-        attempt in flight. A run with such an entry is ``pending``."""
-        if not self.unresolved or self.state == "drifted" or self.terminal:
-            return False
-        return self.attempts < max_attempts or self.under_live_claim(now)
-
     def claim_revert(
         self, worker: str, at: datetime, expires_at: datetime, max_attempts: int
     ) -> None:
         if not self.retryable(at, max_attempts):
-            raise NotClaimable(self._why_not_claimable(at, max_attempts))
+            why = self.fate.why_not_retryable(at, max_attempts)
+            raise NotClaimable(f"{self.kind}:{self.ref} {why}")
         self._revert_claimed(attempt=self.attempts + 1, worker=worker, expires_at=expires_at, at=at)
 
     def mark_reverted(
@@ -230,20 +230,6 @@ class Resource(Aggregate):
         self._guard_unresolved()
         self._kept(by=by, at=at)
 
-    def _why_not_claimable(self, now: datetime, max_attempts: int) -> str:
-        name = f"{self.kind}:{self.ref}"
-        if not self.unresolved:
-            return f"{name} is {self.state}"
-        if self.state == "drifted":
-            return f"{name} drifted; only a person can ask again"
-        if self.terminal:
-            return f"{name} failed terminally; only a person can ask again"
-        if self.attempts >= max_attempts:
-            return f"{name} has used its {max_attempts} attempts"
-        if not self.due(now):
-            return f"{name} waits until {self.next_attempt_at} for its next attempt"
-        return f"{name} is claimed by {self.claim_worker} until {self.claim_expires_at}"
-
     def _guard_claim(self, worker: str, attempt: int) -> None:
         if self.claim_worker != worker or self.attempts != attempt or not self.unresolved:
             raise NotClaimHolder(
@@ -261,22 +247,18 @@ class Resource(Aggregate):
 
     @event(Superseded)
     def _superseded(self, at: datetime) -> None:
-        self.state = "superseded"
+        self.fate = self.fate.superseded()
 
     @event(RevertClaimed)
     def _revert_claimed(
         self, attempt: int, worker: str, expires_at: datetime, at: datetime
     ) -> None:
-        self.attempts = attempt
-        self.claim_worker = worker
-        self.claim_expires_at = expires_at
-        self.next_attempt_at = None
+        self.fate = self.fate.claimed(attempt, worker, expires_at)
 
     @event(Reverted)
     def _reverted(self, attempt: int, at: datetime, note: str | None = None) -> None:
-        self.state = "reverted"
+        self.fate = self.fate.reverted()
         self.note = note
-        self._release()
 
     @event(RevertFailed)
     def _revert_failed(
@@ -287,45 +269,25 @@ class Resource(Aggregate):
         at: datetime,
         next_attempt_at: datetime | None = None,
     ) -> None:
-        self.state = "failing"
-        self.terminal = mode == "terminal"
-        self.last_error = error
-        self._release()
-        self.next_attempt_at = next_attempt_at
+        self.fate = self.fate.failed(mode, error, next_attempt_at)
 
     @event(Drifted)
     def _drifted(self, attempt: int, current: Any, error: str, at: datetime) -> None:
-        self.state = "drifted"
-        self.drift_current = current
-        self.last_error = error
-        self._release()
+        self.fate = self.fate.drifted(current, error)
 
     @event(Orphaned)
     def _orphaned(self, reason: str, at: datetime) -> None:
-        self.state = "orphaned"
-        self.last_error = reason
+        self.fate = self.fate.orphaned(reason)
 
     @event(Expired)
     def _expired(self, reason: str, at: datetime) -> None:
-        self.state = "expired"
-        self._release()
+        self.fate = self.fate.expired()
 
     @event(AttemptsReset)
     def _attempts_reset(self, by: str, at: datetime) -> None:
-        # A person asking again is the one thing that lifts a terminal failure or a drift.
-        self.attempts = 0
-        self.terminal = False
-        self.next_attempt_at = None
-        if self.state == "drifted":
-            self.state = "failing"
-        self._release()
+        self.fate = self.fate.attempts_reset()
 
     @event(Kept)
     def _kept(self, by: str, at: datetime) -> None:
-        self.state = "kept"
+        self.fate = self.fate.kept()
         self.kept_by = by
-        self._release()
-
-    def _release(self) -> None:
-        self.claim_worker = None
-        self.claim_expires_at = None

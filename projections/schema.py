@@ -2,12 +2,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from runledger.domain.fate import OPEN, STATES, UNRESOLVED
 from runledger.projections.backend import Backend, Cursor
+
+
+def in_list(states: frozenset[str]) -> str:
+    """The domain's set as an SQL ``IN`` list, in the order the states are declared: the text
+    is the same on every run, and the same as the partial indexes older stores already hold
+    (SQLite uses a partial index only when the query repeats its condition)."""
+    return "(" + ", ".join(f"'{state}'" for state in STATES if state in states) + ")"
+
 
 # Entries automatic cleanup may still work; the sweep's candidate query reads only this index,
 # so its cost does not grow with what has already been given back.
-OPEN_STATES = "('placeholder', 'live', 'failing', 'orphaned')"
-UNRESOLVED_STATES = "('placeholder', 'live', 'failing', 'drifted', 'orphaned')"
+OPEN_STATES = in_list(OPEN)
+UNRESOLVED_STATES = in_list(UNRESOLVED)
 
 # Index names carry the table's suffix ({ix_...}), so a rebuild's shadow tables have their own.
 TABLE_DDL: dict[str, list[str]] = {

@@ -46,6 +46,9 @@ from runledger.application.settings import Settings
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ACTION = "bench.spawn"
 MODULE = "bench"
+# give_back calls the name it imported: the meter patches that binding (patching
+# modules.deadline would not reach it), so the name is looked up rather than an attribute.
+DEADLINE = "call_with_deadline"
 
 
 # --------------------------------------------------------------------------- stores
@@ -82,6 +85,12 @@ class Store:
             with psycopg.connect(self.admin, autocommit=True) as conn:
                 conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
 
+    def folder(self) -> Path:
+        """The SQLite store's own temporary folder (only a SQLite store has one)."""
+        if self.path is None:
+            raise SystemExit(f"{self.describe()} has no folder")
+        return self.path.parent
+
     def table(self, name: str) -> str:
         return f'"{self.schema}".{name}' if self.engine == "postgres" else name
 
@@ -92,11 +101,11 @@ class Store:
             with psycopg.connect(self.admin) as conn:
                 yield conn
         else:
-            conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=30)
+            db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30)
             try:
-                yield conn
+                yield db
             finally:
-                conn.close()
+                db.close()
 
     def describe(self) -> str:
         if self.engine == "postgres":
@@ -229,9 +238,9 @@ def instrument(rl: Runledger, meter: Meter) -> Callable[[], None]:
     original_save = app.save
     original_transaction = backend.transaction
     page_method = "advance" if hasattr(projector, "advance") else "_page"  # one page each call
-    original_page = getattr(projector, page_method)
+    original_page: Callable[..., tuple[int, int]] = getattr(projector, page_method)
     original_catch_up = projector.catch_up
-    original_call = cleanup_module.call_with_deadline
+    original_call: Callable[..., object] = getattr(cleanup_module, DEADLINE)
 
     def save(*objs: Any, **kwargs: Any) -> Any:
         label = "app.save (event store write txns)"
@@ -267,8 +276,10 @@ def instrument(rl: Runledger, meter: Meter) -> Callable[[], None]:
     projector.catch_up = timed(  # type: ignore[method-assign]
         meter, "projector.catch_up (page write txns)", original_catch_up
     )
-    cleanup_module.call_with_deadline = timed(
-        meter, "module revert calls (thread per call)", original_call
+    setattr(
+        cleanup_module,
+        DEADLINE,
+        timed(meter, "module revert calls (thread per call)", original_call),
     )
     queries = rl.queries
     # run() answers through runs(): wrapping runs() alone counts each read once.
@@ -293,7 +304,7 @@ def instrument(rl: Runledger, meter: Meter) -> Callable[[], None]:
         ):
             with contextlib.suppress(AttributeError):
                 delattr(target, name)
-        cleanup_module.call_with_deadline = original_call
+        setattr(cleanup_module, DEADLINE, original_call)
 
     return restore
 
@@ -325,24 +336,24 @@ def raw_baseline(store: Store, txns: list[int], state_size: int) -> float:
                         cursor.executemany(statement, rows)
                 conn.commit()
             return time.perf_counter() - start
-    conn = sqlite3.connect(str(store.path.parent / "raw_baseline.sqlite3"), isolation_level=None)
+    db = sqlite3.connect(str(store.folder() / "raw_baseline.sqlite3"), isolation_level=None)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(
             "CREATE TABLE raw_baseline (id INTEGER PRIMARY KEY, k TEXT NOT NULL, "
             "v INTEGER NOT NULL, topic TEXT NOT NULL, state BLOB NOT NULL, UNIQUE (k, v))"
         )
         statement = "INSERT INTO raw_baseline (k, v, topic, state) VALUES (?, ?, ?, ?)"
-        rows_per_txn = [[(k.hex, v, t, s) for k, v, t, s in rows] for rows in rows_per_txn]
+        hex_rows = [[(k.hex, v, t, s) for k, v, t, s in rows] for rows in rows_per_txn]
         start = time.perf_counter()
-        for rows in rows_per_txn:
-            conn.execute("BEGIN")
-            if rows:
-                conn.executemany(statement, rows)
-            conn.execute("COMMIT")
+        for lite_rows in hex_rows:
+            db.execute("BEGIN")
+            if lite_rows:
+                db.executemany(statement, lite_rows)
+            db.execute("COMMIT")
         return time.perf_counter() - start
     finally:
-        conn.close()
+        db.close()
 
 
 # --------------------------------------------------------------------------- part 1

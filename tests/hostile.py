@@ -153,6 +153,11 @@ class HostileModule:
         return {"ok": True}
 
 
+def fixed(answer: Any) -> Callable[[], Any]:
+    """A scripted answer bound now: a lambda written in a loop would give the loop's last value."""
+    return lambda: answer
+
+
 def thing_spec(name: str = "hostile walk", **params: Any) -> dict[str, Any]:
     return {
         "name": name,

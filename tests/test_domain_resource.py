@@ -102,6 +102,7 @@ def state_of(entry: Resource) -> dict[str, Any]:
         "claim_expires_at": entry.claim_expires_at,
         "last_error": entry.last_error,
         "drift_current": entry.drift_current,
+        "next_attempt_at": entry.next_attempt_at,
         "version": entry.version,
     }
 
@@ -368,6 +369,15 @@ def test_keep_resolves_an_entry_without_touching_its_attempts() -> None:
     entry.keep("alice", T0)
     assert new_events(entry) == ["Kept"]
     assert (entry.state, entry.unresolved, entry.attempts) == ("kept", False, 0)
+
+
+def test_keeping_or_expiring_an_entry_leaves_no_attempt_waiting_for_its_time() -> None:
+    for resolve in (lambda e: e.keep("alice", at(5)), lambda e: e.expire("deadline", at(5))):
+        entry = claimed(named())
+        entry.fail_revert("w1", 1, "retry", "busy", at(1), next_attempt_at=at(30))
+        assert entry.next_attempt_at == at(30)
+        resolve(entry)
+        assert (entry.next_attempt_at, entry.claim_worker) == (None, None)
 
 
 def test_keep_resolves_a_placeholder_and_a_failing_entry_alike() -> None:

@@ -4,6 +4,7 @@ stores, the whole corpus; then every reader, the tick and a verifying rebuild st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -21,6 +22,7 @@ from tests.hostile import (
     Treacherous,
     Unprintable,
     Unshowable,
+    fixed,
     lease_spec,
     odd_values,
     still_works,
@@ -79,7 +81,7 @@ def test_an_author_s_unstorable_value_is_refused_naming_the_field_and_nothing_is
 ) -> None:
     before = written(walk)
     for what, value in unstorable().items():
-        message = refused(lambda v=value: walk.runs.start(SPEC_FIELDS[field](v)))
+        message = refused(partial(walk.runs.start, SPEC_FIELDS[field](value)))
         head = field.split(".")[0]
         assert head in message, (what, message)
     assert written(walk) == before
@@ -123,7 +125,7 @@ def test_an_operator_s_unstorable_name_or_reason_is_refused_and_nothing_is_writt
         walk.ledger.abort_run(run, "ended so it can be cleaned")
     before = written(walk)
     for what, value in unstorable().items():
-        message = refused(lambda v=value: OPERATOR_VERBS[verb](walk, run, v))
+        message = refused(partial(OPERATOR_VERBS[verb], walk, run, value))
         assert verb.split("--")[1] in message, (what, message)
     assert written(walk) == before
 
@@ -153,7 +155,7 @@ def test_a_perform_answer_carrying_an_unstorable_value_is_a_readable_retry(
     for what, value in unstorable().items():
         run = walk.runs.start(thing_spec(name=f"perform {shape} {what}"))
         answer = PERFORM_SHAPES[shape](value)
-        module.script(run, "perform", lambda a=answer: a)
+        module.script(run, "perform", fixed(answer))
         walk.runner("w").tick()
         step = the_step(walk, run, "s")
         assert step.state != "done", (what, step.state)
@@ -175,7 +177,7 @@ def test_an_error_message_is_made_safe_and_stays_visible(
     for n, (what, text) in enumerate(texts.items()):
         run = walk.runs.start(lease_spec(f"t{n}") if verb == "restore" else thing_spec())
         walk.runner("w").tick()
-        module.script(run, verb, lambda t=text: {"ok": False, "error": t})
+        module.script(run, verb, fixed({"ok": False, "error": text}))
         walk.ledger.abort_run(run, "give it back")
         walk.runner("w").tick()
         left = walk.queries.unresolved_entries(run)
@@ -202,7 +204,7 @@ def test_a_revert_or_restore_answer_carrying_an_unstorable_value_never_reads_as_
         run = walk.runs.start(lease_spec(f"t{n}") if verb == "restore" else thing_spec())
         walk.runner("w").tick()
         answer = REVERT_SHAPES[shape](value)
-        module.script(run, verb, lambda a=answer: a)
+        module.script(run, verb, fixed(answer))
         walk.ledger.abort_run(run, "give it back")
         walk.runner("w").tick()
         left = walk.queries.unresolved_entries(run)
@@ -219,7 +221,7 @@ def test_an_apply_answer_carrying_an_unstorable_value_acquires_nothing(
 ) -> None:
     for n, (what, value) in enumerate(unstorable().items()):
         run = walk.runs.start(lease_spec(f"a{n}"))
-        module.script(run, "apply", lambda v=value: {"ok": True, "baseline": v, "applied": "x"})
+        module.script(run, "apply", fixed({"ok": True, "baseline": value, "applied": "x"}))
         walk.runner("w").tick()
         step = the_step(walk, run, "l")
         assert step.state != "done", what
@@ -232,12 +234,12 @@ def test_a_reconcile_answer_carrying_an_unstorable_value_leaves_the_ledger_alone
     run = walk.runs.start(thing_spec())
     walk.runner("w").tick()
     for what, value in unstorable().items():
-        module.script(run, "reconcile", lambda v=value: {"ok": True, "in_force": [v]})
+        module.script(run, "reconcile", fixed({"ok": True, "in_force": [value]}))
         # The one live entry is not among the refs answered: with a readable answer it would be
         # orphaned; with an unreadable one core does not know, and leaves it alone.
         summary = walk.reconciler.reconcile_module("hostile")
         assert (summary.orphaned, summary.unanswered) == (0, 1), what
-        module.script(run, "reconcile", lambda v=value: v)
+        module.script(run, "reconcile", fixed(value))
         summary = walk.reconciler.reconcile_module("hostile")
         assert (summary.orphaned, summary.unanswered) == (0, 1), what
     assert [e.status for e in walk.queries.unresolved_entries(run)] == ["live"]

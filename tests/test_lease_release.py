@@ -114,7 +114,7 @@ def test_a_lease_under_a_live_claim_still_holds_its_target(
     tick(rl)
     assert rl.runs.advance(first, "alice") == "completed"
     # A cleanup worker took the lease for its restore and has not answered yet.
-    entry = rl.app.repository.get(lease_of(rl, first).entry_id)
+    entry: Resource = rl.app.repository.get(lease_of(rl, first).entry_id)
     assert isinstance(entry, Resource)
     entry.claim_revert("w9", clock(), clock() + timedelta(minutes=1), 3)
     rl.app.save(entry)

@@ -19,6 +19,10 @@ from runledger.application.cli.display import safe_text
 from runledger.application.errors import BadRequest
 from runledger.projections.queries import EntryRow, RunRow
 
+console = Console(highlight=False, markup=False, emoji=False)
+"""The terminal every command prints to. No string printed is ever read as markup or emoji
+codes: styles come from rich.text.Text only."""
+
 LOG_LINES = 200
 """How many of a run's last log lines (and unresolved entries) a screen shows unless asked."""
 

@@ -2,113 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 from rich.console import Console
 from rich.text import Text
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.builtin_modules.sandbox.module import SandboxWorld
-from runledger.application.cli.console import show_runs
+from runledger.application.cli.console import console, show_runs
+from runledger.application.cli.demo_specs import DUEL, FESTIVAL, MARKET, PARADE
+from runledger.application.cli.display import safe_text
+from runledger.application.cli.errors import guarded
 from runledger.application.errors import BadRequest
+from runledger.application.services.runner import Runner, TickReport
 from runledger.application.services.spec_input import parse_spec
-
-FESTIVAL: dict[str, Any] = {
-    "name": "Harvest festival",
-    "phases": [
-        {
-            "id": "gather",
-            "advance": "manual",
-            "steps": [
-                {
-                    "id": "spawn-crows",
-                    "action": "sandbox.spawn",
-                    "params": {"kind": "crow", "count": 4},
-                },
-                {
-                    "id": "open-arena",
-                    "action": "sandbox.zone",
-                    "params": {"name": "arena", "duration_s": 1},
-                },
-                {
-                    "id": "fog-north",
-                    "action": "core.lease",
-                    "params": {
-                        "lease": "sandbox.weather",
-                        "target": "north",
-                        "value": "fog",
-                        "duration_s": 3600,
-                    },
-                },
-            ],
-        },
-        {
-            "id": "finale",
-            "steps": [
-                {
-                    "id": "spawn-king",
-                    "action": "sandbox.spawn",
-                    "params": {"kind": "scarecrow-king", "count": 1},
-                },
-            ],
-        },
-    ],
-}
-MARKET: dict[str, Any] = {
-    "name": "Night market",
-    "phases": [
-        {
-            "id": "open",
-            "steps": [
-                {
-                    "id": "spawn-stalls",
-                    "action": "sandbox.spawn",
-                    "params": {"kind": "stall", "count": 2},
-                },
-            ],
-        }
-    ],
-}
-PARADE: dict[str, Any] = {
-    "name": "Parade",
-    "phases": [
-        {
-            "id": "march",
-            "advance": "manual",
-            "steps": [
-                {
-                    "id": "spawn-floats",
-                    "action": "sandbox.spawn",
-                    "params": {"kind": "float", "count": 3},
-                }
-            ],
-        }
-    ],
-}
-DUEL: dict[str, Any] = {
-    "name": "Duel at dusk",
-    "phases": [
-        {
-            "id": "duel",
-            "steps": [
-                {
-                    "id": "spawn-duellists",
-                    "action": "sandbox.spawn",
-                    "params": {"kind": "duellist", "count": 2},
-                },
-                {
-                    "id": "ring",
-                    "action": "sandbox.zone",
-                    "params": {"name": "ring", "duration_s": 600},
-                },
-            ],
-        }
-    ],
-}
+from runledger.application.settings import Settings
 
 EARLIER_RUNS = 100  # running runs looked at for ones an earlier demo left behind
 Say = Callable[..., None]
@@ -118,6 +31,30 @@ def sandbox_world(rl: Runledger) -> SandboxWorld:
     return SandboxWorld(
         Path(rl.settings.module_settings.get("RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3"))
     )
+
+
+def demo() -> None:
+    """A small festival on the sandbox world, end to end: given back, left alone, and what needs
+    a person."""
+    logging.basicConfig(level=logging.ERROR)
+    settings = _demo_settings(guarded(Settings.from_env))
+    where = guarded(lambda: init_store(settings))
+    with guarded(lambda: bootstrap(settings)) as rl:
+        console.print(
+            Text.assemble(
+                ("runledger demo", "bold"), f" on the {safe_text(where)}, with the sandbox world\n"
+            )
+        )
+        run_demo(rl, console)
+
+
+def _demo_settings(settings: Settings) -> Settings:
+    budget = {"RUNLEDGER_SANDBOX_BUDGET_MS": "500"} | settings.module_settings
+    settings = settings.model_copy(update={"module_settings": budget})
+    if not os.environ.get("EVENT_RETRY_DELAYS_S"):
+        # The story's retries, half a second apart rather than 5, 30 and 120 s.
+        settings = settings.model_copy(update={"retry_delays_s": (0.5,), "retry_jitter": 0.0})
+    return settings
 
 
 def run_demo(rl: Runledger, console: Console) -> list[UUID]:
@@ -134,6 +71,18 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     _settle_earlier_demos(rl, say)
     world.set_value("weather:north", "clear")
     festival, market, parade = (rl.runs.start(s) for s in (FESTIVAL, MARKET, PARADE))
+    _first_tick(rl, runner, festival, say)
+    duel = _meanwhile(rl, world, festival, parade, say)
+    _ticks(rl, runner, world, festival, duel, say)
+    runs = [festival, market, parade, duel]
+    show_runs(console, rl, runs, with_log=True)
+    _needs_a_person(rl, world, runs, duel, say)
+    show_runs(console, rl, runs, with_log=False)
+    _the_world_after(rl, world, runs, say)
+    return runs
+
+
+def _first_tick(rl: Runledger, runner: Runner, festival: UUID, say: Say) -> None:
     runner.tick()
     say(
         ("Tick 1", "bold"),
@@ -143,6 +92,10 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     for phase in rl.runs.describe(festival):
         say(f"  {phase.headline}")
 
+
+def _meanwhile(rl: Runledger, world: SandboxWorld, festival: UUID, parade: UUID, say: Say) -> UUID:
+    """Somebody else changes the world, a shard hiccups, alice keeps her parade and the duel
+    starts unable to open its ring. Answers the duel."""
     say("\nMeanwhile in the world:")
     world.set_value("weather:north", "storm")
     say("  a game master sets the north's weather to storm by hand (the festival holds it)")
@@ -156,7 +109,12 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     say("  the duel starts, but its ring cannot be opened")
     time.sleep(1.3)
     say("  the arena zone reaches its deadline and the world closes it")
+    return duel
 
+
+def _ticks(
+    rl: Runledger, runner: Runner, world: SandboxWorld, festival: UUID, duel: UUID, say: Say
+) -> None:
     pause = min(1.0, max(rl.settings.retry_delays_s, default=0.0))
     say(
         "\n",
@@ -168,23 +126,20 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     for tick in range(2, 6):
         if tick > 2:
             time.sleep(pause)
-        report = runner.tick()
-        advance = report.advance
-        say(
-            f"  tick {tick}: {count(advance.succeeded, 'step')} done, {advance.failed} failed, "
-            f"{count(advance.completed, 'run')} completed, {advance.aborted} aborted; "
-            f"cleanup worked {count(len(report.swept), 'run')}"
-        )
+        say(_ticked(tick, runner.tick()))
         if tick == 2:
             duellist = first_ref(rl, duel, "duellist")
             world.set_fault(duellist, "terminal", True)
             say(f"    (the shard now refuses, for good, to take {duellist} back)")
-    runs = [festival, market, parade, duel]
-    show_runs(console, rl, runs, with_log=True)
-    _needs_a_person(rl, world, runs, duel, say)
-    show_runs(console, rl, runs, with_log=False)
-    _the_world_after(rl, world, runs, say)
-    return runs
+
+
+def _ticked(tick: int, report: TickReport) -> str:
+    advance = report.advance
+    return (
+        f"  tick {tick}: {count(advance.succeeded, 'step')} done, {advance.failed} failed, "
+        f"{count(advance.completed, 'run')} completed, {advance.aborted} aborted; "
+        f"cleanup worked {count(len(report.swept), 'run')}"
+    )
 
 
 def _settle_earlier_demos(rl: Runledger, say: Say) -> None:

@@ -6,37 +6,35 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.console import console
 from runledger.application.cli.display import json_text, safe_text
-from runledger.application.cli.operator import within
+from runledger.application.cli.errors import guarded
+from runledger.application.cli.options import within
 from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
 
 STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}
 
 
-def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any) -> None:
-    """Add the runners command to the CLI."""
-
-    @app.command()
-    def runners(
-        limit: Annotated[int, typer.Option(help=f"how many, at most {MAX_LISTED:,}")] = 50,
-        as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
-    ) -> None:
-        """List the runners that started last, newest first: live, gone or stopped."""
-        guarded(lambda: within("--limit", limit, MAX_LISTED))
-        with open_rl() as rl:
-            rl.projector.catch_up()
-            now = rl.clock()
-            found = rl.fleet.listing(now, limit)
-            if as_json:
-                print(json_text([_plain(info, now) for info in found]))
-            elif not found:
-                console.print("No runners have recorded themselves yet.")
-            else:
-                console.print(_table(found, now, rl.settings.runner_gone_s))
+def runners(
+    limit: Annotated[int, typer.Option(help=f"how many, at most {MAX_LISTED:,}")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+) -> None:
+    """List the runners that started last, newest first: live, gone or stopped."""
+    guarded(lambda: within("--limit", limit, MAX_LISTED))
+    with guarded(bootstrap) as rl:
+        rl.projector.catch_up()
+        now = rl.clock()
+        found = rl.fleet.listing(now, limit)
+        if as_json:
+            print(json_text([_plain(info, now) for info in found]))
+        elif not found:
+            console.print("No runners have recorded themselves yet.")
+        else:
+            console.print(_table(found, now, rl.settings.runner_gone_s))
 
 
 def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:

@@ -3,69 +3,68 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
+from runledger.application.cli.errors import guarded
 from runledger.application.errors import BadRequest
 from runledger.application.settings import Settings
 from runledger.domain.values import check_text
 
 KNOBS = "fail_perform, fail_revert, terminal, hang, throw, garbage or fail_refs"
-Guard = Callable[[Callable[[], Any]], Any]
+
+app = typer.Typer(help="Look at and break the sandbox world.", no_args_is_help=True)
+"""`runledger sandbox ...`"""
 
 
-def register(app: typer.Typer, console: Console, guarded: Guard) -> None:
-    """Add `runledger sandbox ...` to the CLI."""
-    sandbox_app = typer.Typer(help="Look at and break the sandbox world.", no_args_is_help=True)
-    app.add_typer(sandbox_app, name="sandbox")
+@app.command("show")
+def show() -> None:
+    """What is in the sandbox world now."""
+    world = _world()
+    for ref, thing in world.things().items():
+        console.print(f"{safe_text(thing['kind']):<10} {safe_text(ref)}")
+    console.print(
+        f"weather:north = {safe_text(world.value('weather:north'))}, "
+        f"weather:south = {safe_text(world.value('weather:south'))}"
+    )
 
-    @sandbox_app.command("show")
-    def sandbox_show() -> None:
-        """What is in the sandbox world now."""
-        world = _world(guarded)
-        for ref, thing in world.things().items():
-            console.print(f"{safe_text(thing['kind']):<10} {safe_text(ref)}")
-        console.print(
-            f"weather:north = {safe_text(world.value('weather:north'))}, "
-            f"weather:south = {safe_text(world.value('weather:south'))}"
-        )
 
-    @sandbox_app.command("fault")
-    def sandbox_fault(
-        scope: Annotated[str, typer.Argument(help="an action id (sandbox.spawn) or a ref")],
-        knob: Annotated[str, typer.Argument(help=KNOBS)],
-        value: Annotated[
-            str, typer.Argument(help="a JSON value: a count, seconds, a list")
-        ] = "true",
-    ) -> None:
-        """Inject a fault into the sandbox's module."""
-        guarded(lambda: _set_fault(guarded, _typed("SCOPE", scope), knob, value))
-        console.print(f"{safe_text(scope)}: {safe_text(knob)} = {safe_text(value)}")
+@app.command("fault")
+def fault(
+    scope: Annotated[str, typer.Argument(help="an action id (sandbox.spawn) or a ref")],
+    knob: Annotated[str, typer.Argument(help=KNOBS)],
+    value: Annotated[str, typer.Argument(help="a JSON value: a count, seconds, a list")] = "true",
+) -> None:
+    """Inject a fault into the sandbox's module."""
+    guarded(lambda: _set_fault(_typed("SCOPE", scope), knob, value))
+    console.print(f"{safe_text(scope)}: {safe_text(knob)} = {safe_text(value)}")
 
-    @sandbox_app.command("set")
-    def sandbox_set(target: str, value: str) -> None:
-        """Change a world property as somebody else would (weather:north storm)."""
-        world = _world(guarded)
-        guarded(lambda: world.set_value(_typed("TARGET", target), _typed("VALUE", value)))
-        console.print(f"{safe_text(target)} = {safe_text(value)}")
 
-    @sandbox_app.command("vanish")
-    def sandbox_vanish(ref: str) -> None:
-        """Make a thing disappear without telling core."""
-        gone = guarded(lambda: _world(guarded).vanish(_typed("REF", ref)))
-        console.print("gone" if gone else f"no {safe_text(ref)} in the world")
+@app.command("set")
+def set_value(target: str, value: str) -> None:
+    """Change a world property as somebody else would (weather:north storm)."""
+    world = _world()
+    guarded(lambda: world.set_value(_typed("TARGET", target), _typed("VALUE", value)))
+    console.print(f"{safe_text(target)} = {safe_text(value)}")
 
-    @sandbox_app.command("restart")
-    def sandbox_restart() -> None:
-        """Restart the game server: the module sees its reconnect and asks core to reconcile."""
-        _world(guarded).restart()
-        console.print("restarted")
+
+@app.command("vanish")
+def vanish(ref: str) -> None:
+    """Make a thing disappear without telling core."""
+    gone = guarded(lambda: _world().vanish(_typed("REF", ref)))
+    console.print("gone" if gone else f"no {safe_text(ref)} in the world")
+
+
+@app.command("restart")
+def restart() -> None:
+    """Restart the game server: the module sees its reconnect and asks core to reconcile."""
+    _world().restart()
+    console.print("restarted")
 
 
 def _typed(name: str, text: str) -> str:
@@ -73,14 +72,14 @@ def _typed(name: str, text: str) -> str:
     return check_text(text, name)
 
 
-def _world(guarded: Guard) -> SandboxWorld:
+def _world() -> SandboxWorld:
     settings = guarded(Settings.from_env)
     path = settings.module_settings.get("RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3")
     return SandboxWorld(Path(path))
 
 
-def _set_fault(guarded: Guard, scope: str, knob: str, value: str) -> None:
+def _set_fault(scope: str, knob: str, value: str) -> None:
     try:
-        _world(guarded).set_fault(scope, knob, json.loads(value))
+        _world().set_fault(scope, knob, json.loads(value))
     except ValueError as error:  # json.JSONDecodeError is one
         raise BadRequest(safe_text(error)) from None

@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 import uvicorn
-from rich.console import Console
 
 from runledger.application.api.app import create_app
 from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.cli.errors import guarded
+from runledger.application.cli.runner import default_worker
 from runledger.application.errors import BadRequest
 from runledger.application.telemetry import configure_logging
 
@@ -39,41 +40,41 @@ def _runner_thread(
     return thread
 
 
-def register(app: typer.Typer, console: Console, open_rl: Any, guarded: Any, worker: Any) -> None:
-    @app.command()
-    def serve(
-        host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
-        runner: Annotated[
-            bool, typer.Option("--runner/--no-runner", help="also tick as a runner (default)")
-        ] = True,
-        interval: Annotated[float, typer.Option(help="seconds between ticks")] = 1.0,
-        worker_name: Annotated[
-            str, typer.Option("--worker", help="the runner's name (default: host:pid)")
-        ] = "",
-    ) -> None:
-        """Serve the admin HTTP API (and tick as a runner) until SIGTERM or Ctrl-C."""
-        configure_logging()
-        guarded(lambda: None if 0 < port < 65536 else _bad_port(port))
-        with open_rl() as rl:
-            stop = threading.Event()
-            thread = _runner_thread(rl, worker_name or worker(), interval, stop) if runner else None
-            config = uvicorn.Config(
-                create_app(rl), host=host, port=port, log_config=None, access_log=False
-            )
-            log.info("serving on http://%s:%d (runner: %s)", host, port, "yes" if runner else "no")
-            # uvicorn turns SIGTERM / SIGINT into a graceful stop, then puts back the handlers it
-            # found and raises the signal again: with the defaults that kills the process before
-            # the runner below has stopped and recorded it. Found handlers that do nothing.
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(signum, lambda *_: None)
-            try:
-                uvicorn.Server(config).run()  # returns on SIGTERM / SIGINT, requests finished
-            finally:
-                stop.set()
-                if thread is not None:
-                    thread.join()
-            log.info("stopped")
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    runner: Annotated[
+        bool, typer.Option("--runner/--no-runner", help="also tick as a runner (default)")
+    ] = True,
+    interval: Annotated[float, typer.Option(help="seconds between ticks")] = 1.0,
+    worker_name: Annotated[
+        str, typer.Option("--worker", help="the runner's name (default: host:pid)")
+    ] = "",
+) -> None:
+    """Serve the admin HTTP API (and tick as a runner) until SIGTERM or Ctrl-C."""
+    configure_logging()
+    guarded(lambda: None if 0 < port < 65536 else _bad_port(port))
+    with guarded(bootstrap) as rl:
+        stop = threading.Event()
+        thread = (
+            _runner_thread(rl, worker_name or default_worker(), interval, stop) if runner else None
+        )
+        config = uvicorn.Config(
+            create_app(rl), host=host, port=port, log_config=None, access_log=False
+        )
+        log.info("serving on http://%s:%d (runner: %s)", host, port, "yes" if runner else "no")
+        # uvicorn turns SIGTERM / SIGINT into a graceful stop, then puts back the handlers it
+        # found and raises the signal again: with the defaults that kills the process before
+        # the runner below has stopped and recorded it. Found handlers that do nothing.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: None)
+        try:
+            uvicorn.Server(config).run()  # returns on SIGTERM / SIGINT, requests finished
+        finally:
+            stop.set()
+            if thread is not None:
+                thread.join()
+        log.info("stopped")
 
 
 def _bad_port(port: int) -> None:

@@ -2,66 +2,29 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
-import sys
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from runledger.application.modules.deadline import (
-    Outcome,
-    Raised,
-    Returned,
-    TimedOut,
-    call_with_deadline,
-)
+from runledger.application.modules.deadline import Raised, Returned, TimedOut, call_with_deadline
+from runledger.application.modules.entry import import_entry
 from runledger.application.modules.host import ModuleContext, ModuleEvents, Registration
-from runledger.application.modules.plain import describe_error
+from runledger.application.modules.manifest import Manifest, check_api, read_manifest
 from runledger.application.modules.protocol import Registry
-from runledger.application.modules.threads import note_code, watching
+from runledger.application.modules.status import ModuleFailed, ModuleStatus, failure
+from runledger.application.modules.threads import watching
 from runledger.application.settings import module_scope, refused_setting, settings_prefix
 
 __all__ = ["Loader", "ModuleContext", "ModuleEvents", "ModuleStatus", "folders"]
 
 log = logging.getLogger("runledger.loader")
 
-MODULE_API = "1.0"
 # Names core itself ledgers under: a module with one of them could close core's entries.
 RESERVED_NAMES = frozenset({"core", "unknown"})
 BUILTIN_DIR = Path(__file__).parent.parent / "builtin_modules"
-
-
-class Manifest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")
-    site: str = Field(min_length=1, max_length=128)
-    api: str = Field(pattern=r"^\d+\.\d+$")
-    entry: str = Field(pattern=r"^[\w./-]+:\w+$")
-    settings: tuple[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")], ...] = ()
-    """Settings outside ``RUNLEDGER_<NAME>_*`` the module reads, by their exact names."""
-
-
-@dataclass
-class ModuleStatus:
-    folder: str
-    name: str | None
-    site: str | None
-    status: Literal["loaded", "startup_failed"]
-    reason: str | None = None
-    actions: list[str] = field(default_factory=list)
-    leases: list[str] = field(default_factory=list)
-
-
-class ModuleFailed(Exception):
-    """One module could not start; its reason is this exception's message."""
 
 
 def folders(dirs: Iterable[Path]) -> list[Path]:
@@ -136,6 +99,9 @@ class Loader:
         (found,) = [h.context for h in self.hosted if h.name == name]
         return found
 
+    def registered_modules(self) -> set[str]:
+        return {h.name for h in self.hosted}
+
     def close(self) -> None:
         """Every module's closers, all within ``close_budget_s`` together."""
         deadline = time.monotonic() + self.close_budget_s
@@ -157,47 +123,26 @@ class Loader:
                 log.warning("closing module %s: a closer raised %s", name, outcome.message)
 
     def _start(self, folder: Path, manifest: Manifest, status: ModuleStatus) -> None:
-        if manifest.name in RESERVED_NAMES:
-            raise ModuleFailed(f"the name {manifest.name!r} is reserved for core")
-        if any(h.name == manifest.name for h in self.hosted):
-            raise ModuleFailed(f"a module named {manifest.name!r} is already loaded")
+        self._check_name(manifest.name)
         check_api(manifest.api)
         settings = self._settings(manifest)
-        with watching(manifest.name):
-            imported = call_with_deadline(
-                import_entry,
-                {"folder": folder, "manifest": manifest},
-                self.register_budget_s,
-                raw=True,
-                stop=True,
-                name=f"module-import-{manifest.name}",
-            )
-        if isinstance(imported, TimedOut | Raised):
-            raise ModuleFailed(_failure("importing it", imported))
-        if not isinstance(imported, Returned):
-            raise ModuleFailed("importing it answered no register function")
+        register = self._import(folder, manifest)
         scratch = Registry()
-        registration = Registration(scratch.module(manifest.name))
-        context = ModuleContext(
-            name=manifest.name,
-            site=manifest.site,
-            folder=folder,
-            events=self.events(manifest.name),
-            settings=settings,
-            registration=registration,
-        )
+        hosted = self._host(folder, manifest, settings, scratch)
         try:
-            self._register(imported.value, manifest.name, context, registration, scratch)
+            self._register(register, hosted, scratch)
         except ModuleFailed:
             # what it started before failing is stopped
-            self._run_closers(manifest.name, registration, time.monotonic() + self.close_budget_s)
+            deadline = time.monotonic() + self.close_budget_s
+            self._run_closers(hosted.name, hosted.registration, deadline)
             raise
-        self.registry.actions.update(scratch.actions)
-        self.registry.leases.update(scratch.leases)
-        self.hosted.append(Hosted(manifest.name, context, registration))
-        status.status = "loaded"
-        status.actions = sorted(scratch.actions)
-        status.leases = sorted(scratch.leases)
+        self._adopt(hosted, scratch, status)
+
+    def _check_name(self, name: str) -> None:
+        if name in RESERVED_NAMES:
+            raise ModuleFailed(f"the name {name!r} is reserved for core")
+        if any(h.name == name for h in self.hosted):
+            raise ModuleFailed(f"a module named {name!r} is already loaded")
 
     def _settings(self, manifest: Manifest) -> dict[str, str]:
         """The module's own settings, after refusing a manifest that declares what is not."""
@@ -217,102 +162,63 @@ class Loader:
             manifest.name, frozenset(manifest.settings), self.settings, self.environ
         )
 
-    def _register(
-        self,
-        register: Any,
-        name: str,
-        context: ModuleContext,
-        registration: Registration,
-        scratch: Registry,
-    ) -> None:
+    def _import(self, folder: Path, manifest: Manifest) -> Any:
+        """The module's register function, imported within the register budget."""
+        with watching(manifest.name):
+            imported = call_with_deadline(
+                import_entry,
+                {"folder": folder, "manifest": manifest},
+                self.register_budget_s,
+                raw=True,
+                stop=True,
+                name=f"module-import-{manifest.name}",
+            )
+        if isinstance(imported, TimedOut | Raised):
+            raise ModuleFailed(failure("importing it", imported))
+        if not isinstance(imported, Returned):
+            raise ModuleFailed("importing it answered no register function")
+        return imported.value
+
+    def _host(
+        self, folder: Path, manifest: Manifest, settings: dict[str, str], scratch: Registry
+    ) -> Hosted:
+        """The module's context, registering into ``scratch`` until it has registered."""
+        registration = Registration(scratch.module(manifest.name))
+        context = ModuleContext(
+            name=manifest.name,
+            site=manifest.site,
+            folder=folder,
+            events=self.events(manifest.name),
+            settings=settings,
+            registration=registration,
+        )
+        return Hosted(manifest.name, context, registration)
+
+    def _register(self, register: Any, hosted: Hosted, scratch: Registry) -> None:
+        name = hosted.name
         with watching(name):
             outcome = call_with_deadline(
                 register,
-                {"ctx": context},
+                {"ctx": hosted.context},
                 self.register_budget_s,
                 raw=True,
                 stop=True,
                 name=f"module-register-{name}",
             )
-        registration.close()
+        hosted.registration.close()
         if isinstance(outcome, TimedOut | Raised):
-            raise ModuleFailed(_failure("register()", outcome))
+            raise ModuleFailed(failure("register()", outcome))
         clash = (scratch.actions.keys() & self.registry.actions.keys()) | (
             scratch.leases.keys() & self.registry.leases.keys()
         )
         if clash:
             raise ModuleFailed(f"already registered by another module: {', '.join(sorted(clash))}")
 
-    def registered_modules(self) -> set[str]:
-        return {h.name for h in self.hosted}
-
-
-def _failure(what: str, outcome: Outcome) -> str:
-    if isinstance(outcome, TimedOut):
-        how = (
-            " and was stopped"
-            if outcome.stopped
-            else "; it could not be stopped and was left running"
-        )
-        return f"{what} did not finish within {outcome.seconds:g}s{how}"
-    if isinstance(outcome, Raised):
-        error = outcome.error
-        return str(error) if isinstance(error, ModuleFailed) else f"{what} raised {outcome.message}"
-    return f"{what} answered something core cannot use"
-
-
-def read_manifest(folder: Path) -> Manifest:
-    path = folder / "module.toml"
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModuleFailed("no module.toml in the folder") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ModuleFailed(f"module.toml is not valid TOML: {error}") from None
-    try:
-        return Manifest.model_validate(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "manifest"
-        raise ModuleFailed(f"module.toml: {where}: {first['msg']}") from None
-
-
-def check_api(wanted: str) -> None:
-    major, minor = (int(p) for p in wanted.split("."))
-    core_major, core_minor = (int(p) for p in MODULE_API.split("."))
-    if major != core_major or minor > core_minor:
-        raise ModuleFailed(
-            f"module API {wanted} is not compatible with this core's MODULE_API {MODULE_API}"
-        )
-
-
-def import_entry(folder: Path, manifest: Manifest) -> Callable[..., Any]:
-    target, _, function = manifest.entry.rpartition(":")
-    try:
-        if target.endswith(".py"):
-            path = (folder / target).resolve()
-            if folder.resolve() not in path.parents:
-                raise ModuleFailed(f"entry {manifest.entry!r} points outside the module folder")
-            spec = importlib.util.spec_from_file_location(f"runledger_module_{manifest.name}", path)
-            if spec is None or spec.loader is None:
-                raise ModuleFailed(f"entry {manifest.entry!r} cannot be imported")
-            note_code(spec.name, manifest.name)
-            code = importlib.util.module_from_spec(spec)
-            # Registered before it runs, as an import would be: dataclasses look it up.
-            sys.modules[spec.name] = code
-            try:
-                spec.loader.exec_module(code)
-            except BaseException:
-                sys.modules.pop(spec.name, None)
-                raise
-        else:
-            note_code(target, manifest.name)
-            code = importlib.import_module(target)
-    except ModuleFailed:
-        raise
-    except (Exception, SystemExit) as error:  # a failure importing a module's code is its own
-        raise ModuleFailed(f"import failed: {describe_error(error)}") from None
-    register = getattr(code, function, None)
-    if not callable(register):
-        raise ModuleFailed(f"entry {manifest.entry!r} names no function")
-    return register  # type: ignore[no-any-return]
+    def _adopt(self, hosted: Hosted, scratch: Registry, status: ModuleStatus) -> None:
+        """A module that registered: its actions and leases join core's registry."""
+        self.registry.actions.update(scratch.actions)
+        self.registry.leases.update(scratch.leases)
+        self.hosted.append(hosted)
+        status.status = "loaded"
+        status.actions = sorted(scratch.actions)
+        status.leases = sorted(scratch.leases)

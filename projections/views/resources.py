@@ -1,10 +1,18 @@
-"""The resources view: one row per entry, where giving it back stands."""
+"""The resources view: one row per entry, where giving it back stands.
+
+A row's fate columns are the domain's ``Fate``, moved by the same transitions the aggregate
+applies; this module only reads a fate from a row and writes one back.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import singledispatch
 from typing import Any
 
+from runledger.domain.fate import Fate
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.projections.views.base import Row, RowView, as_json, epoch, require
 
@@ -14,12 +22,40 @@ def apply_resource(event: Any, row: Row | None) -> Row:
     raise TypeError(f"the resources view does not know {type(event).__name__}")
 
 
-def _changed(row: Row | None, event: Any, **changes: Any) -> Row:
+def _moment(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def fate_of(row: Row) -> Fate:
+    return Fate(
+        state=row["status"],
+        attempts=row["attempts"],
+        terminal=bool(row["terminal"]),
+        claim_worker=row["claim_worker"],
+        claim_expires_at=_moment(row["claim_expires"]),
+        next_attempt_at=_moment(row["next_attempt"]),
+        last_error=row["last_error"],
+        drift_current=None if row["drift_current"] is None else json.loads(row["drift_current"]),
+    )
+
+
+def fate_cells(fate: Fate) -> Row:
+    return {
+        "status": fate.state,
+        "attempts": fate.attempts,
+        "terminal": int(fate.terminal),
+        "claim_worker": fate.claim_worker,
+        "claim_expires": epoch(fate.claim_expires_at),
+        "next_attempt": epoch(fate.next_attempt_at),
+        "last_error": fate.last_error,
+        "drift_current": as_json(fate.drift_current),
+    }
+
+
+def _moved(row: Row | None, event: Any, move: Callable[[Fate], Fate]) -> Row:
+    before = require(row, event)
     stamp = {"updated_at": epoch(event.at), "version": event.originator_version}
-    return require(row, event) | changes | stamp
-
-
-_RELEASED = {"claim_worker": None, "claim_expires": None, "next_attempt": None}
+    return before | fate_cells(move(fate_of(before))) | stamp
 
 
 @apply_resource.register
@@ -36,86 +72,56 @@ def _(event: Resource.Recorded, row: Row | None) -> Row:
         "payload": as_json(event.payload),
         "member_key": event.member_key,
         "until": epoch(event.until),
-        "status": "placeholder" if event.kind == PLACEHOLDER_KIND else "live",
-        "attempts": 0,
-        "terminal": 0,
-        "claim_worker": None,
-        "claim_expires": None,
-        "last_error": None,
-        "drift_current": None,
+        **fate_cells(Fate.recorded(placeholder=event.kind == PLACEHOLDER_KIND)),
         "recorded_at": epoch(event.at),
         "updated_at": epoch(event.at),
-        "next_attempt": None,
         "version": event.originator_version,
     }
 
 
 @apply_resource.register
 def _(event: Resource.Superseded, row: Row | None) -> Row:
-    return _changed(row, event, status="superseded")
+    return _moved(row, event, Fate.superseded)
 
 
 @apply_resource.register
 def _(event: Resource.RevertClaimed, row: Row | None) -> Row:
-    return _changed(
-        row,
-        event,
-        attempts=event.attempt,
-        claim_worker=event.worker,
-        claim_expires=epoch(event.expires_at),
-        next_attempt=None,
-    )
+    return _moved(row, event, lambda f: f.claimed(event.attempt, event.worker, event.expires_at))
 
 
 @apply_resource.register
 def _(event: Resource.Reverted, row: Row | None) -> Row:
-    return _changed(row, event, status="reverted", **_RELEASED)
+    return _moved(row, event, Fate.reverted)
 
 
 @apply_resource.register
 def _(event: Resource.RevertFailed, row: Row | None) -> Row:
-    return _changed(
-        row,
-        event,
-        status="failing",
-        terminal=int(event.mode == "terminal"),
-        last_error=event.error,
-        **_RELEASED | {"next_attempt": epoch(event.next_attempt_at)},
-    )
+    return _moved(row, event, lambda f: f.failed(event.mode, event.error, event.next_attempt_at))
 
 
 @apply_resource.register
 def _(event: Resource.Drifted, row: Row | None) -> Row:
-    return _changed(
-        row,
-        event,
-        status="drifted",
-        last_error=event.error,
-        drift_current=as_json(event.current),
-        **_RELEASED,
-    )
+    return _moved(row, event, lambda f: f.drifted(event.current, event.error))
 
 
 @apply_resource.register
 def _(event: Resource.Orphaned, row: Row | None) -> Row:
-    return _changed(row, event, status="orphaned", last_error=event.reason)
+    return _moved(row, event, lambda f: f.orphaned(event.reason))
 
 
 @apply_resource.register
 def _(event: Resource.Expired, row: Row | None) -> Row:
-    return _changed(row, event, status="expired", **_RELEASED)
+    return _moved(row, event, Fate.expired)
 
 
 @apply_resource.register
 def _(event: Resource.AttemptsReset, row: Row | None) -> Row:
-    status = require(row, event)["status"]
-    status = "failing" if status == "drifted" else status
-    return _changed(row, event, status=status, attempts=0, terminal=0, **_RELEASED)
+    return _moved(row, event, Fate.attempts_reset)
 
 
 @apply_resource.register
 def _(event: Resource.Kept, row: Row | None) -> Row:
-    return _changed(row, event, status="kept", **_RELEASED)
+    return _moved(row, event, Fate.kept)
 
 
 class ResourcesView(RowView):

@@ -1,0 +1,56 @@
+"""How the CLI says an error an operator can act on: one sentence and exit code 2, never a
+traceback."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
+import typer
+from rich.text import Text
+
+from runledger.application.cli.console import console
+from runledger.application.cli.display import safe_text
+from runledger.application.errors import STORE_ERRORS, RunledgerError, store_error
+from runledger.application.settings import Settings, store_config
+from runledger.domain.errors import DomainError
+
+T = TypeVar("T")
+
+OPERATOR_ERRORS: tuple[type[BaseException], ...] = (RunledgerError, DomainError, *STORE_ERRORS)
+"""Every error an operator can act on: one sentence and exit code 2, never a traceback."""
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """What ``action`` answers, or its operator error said by ``fail``."""
+    try:
+        return action()
+    except OPERATOR_ERRORS as error:
+        fail(error)
+
+
+def fail(error: BaseException) -> NoReturn:
+    console.print(Text.assemble(("runledger: ", "red"), _sentence(error)), soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _sentence(error: BaseException) -> str:
+    try:
+        config = store_config(Settings.from_env().database_url)
+    except RunledgerError:
+        config = None
+    path = config.env.get("SQLITE_DBNAME") if config else None
+    if isinstance(error, OSError) and not _names(error, path):
+        # a spec, a module folder, the sandbox's file: not the store, so not named as it
+        return safe_text(f"{error.filename or 'a file'}: {error.strerror or error}", 2_000)
+    if isinstance(error, STORE_ERRORS):
+        error = store_error(error, config.display if config else "store", path)
+    return safe_text(error, 2_000)
+
+
+def _names(error: OSError, path: str | None) -> bool:
+    """Whether the error is about the store's file (or its -wal, -shm)."""
+    return bool(path) and os.path.abspath(str(error.filename or "")).startswith(
+        os.path.abspath(str(path))
+    )

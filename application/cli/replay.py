@@ -1,0 +1,82 @@
+"""`runledger replay`: the audit trail of a run's cleanup, read from the store itself."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.console import console
+from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.errors import guarded
+from runledger.application.cli.options import moment
+from runledger.application.services.history import Replay
+
+STATE_STYLE = {
+    "reverted": "green",
+    "expired": "green",
+    "superseded": "green",
+    "failing": "red",
+    "drifted": "dark_orange",
+    "orphaned": "dark_orange",
+    "kept": "bright_black",
+    "live": "white",
+    "placeholder": "cyan",
+}
+
+
+def replay(
+    run_id: UUID,
+    as_of: Annotated[str | None, typer.Option(help="only what had happened by then")] = None,
+    entry: Annotated[str | None, typer.Option(help="one entry: kind:ref or ref")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+) -> None:
+    """The audit trail of a run's cleanup, in store order."""
+    with guarded(bootstrap) as rl:
+        found = guarded(lambda: rl.history.replay(run_id, moment("--as-of", as_of), entry))
+        if as_json:
+            print(json_text(found))
+            return
+        _show_replay(run_id, found)
+
+
+def _show_replay(run_id: UUID, found: Replay) -> None:
+    console.print(_lines(run_id, found))
+    if found.as_of:
+        for state in found.entries:
+            console.print(
+                Text.assemble(
+                    f"  {safe_text(state.name)}: ",
+                    _styled(state.state, STATE_STYLE.get(state.state, "white")),
+                    f", {state.attempts} attempts",
+                )
+            )
+    console.print(
+        Text.assemble(
+            f"run {safe_text(found.run_status)}; cleanup status ",
+            _styled(found.cleanup_status, "bold"),
+        )
+    )
+
+
+def _lines(run_id: UUID, found: Replay) -> Table:
+    title = f"{safe_text(found.name)} {run_id}" + (f" as of {found.as_of}" if found.as_of else "")
+    table = Table("#", "time", "entry", "event", "actor", "outcome", title=Text(title))
+    for line in found.lines:
+        table.add_row(
+            str(line.position),
+            f"{line.at:%Y-%m-%d %H:%M:%S}",
+            safe_text(line.subject),
+            safe_text(line.event),
+            safe_text(line.actor or ""),
+            _styled(line.outcome, STATE_STYLE.get(line.outcome, "white")),
+        )
+    return table
+
+
+def _styled(value: object, style: str) -> Text:
+    return Text(safe_text(value), style=style)
