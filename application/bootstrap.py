@@ -7,9 +7,9 @@ from pathlib import Path
 
 from runledger.application.modules.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
 from runledger.application.modules.protocol import Registry
-from runledger.application.parts import Parts
 from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
+from runledger.application.services.dispatch import Dispatcher
 from runledger.application.services.fleet import Fleet, Loaded
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.history import History
@@ -25,9 +25,10 @@ from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
 from runledger.application.telemetry import Telemetry
 from runledger.projections.backend import Backend
-from runledger.projections.pages import Selection
+from runledger.projections.pages import Pages
 from runledger.projections.projector import Projector
 from runledger.projections.queries import Queries
+from runledger.projections.read_model import ReadModel
 from runledger.projections.runners import RunnerRows
 from runledger.projections.tokens import TokenRows
 
@@ -36,44 +37,29 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Runledger:
     """Everything the CLI, the runner and the tests use, wired once."""
 
     settings: Settings
     app: LedgerApp
     backend: Backend
-    projector: Projector
+    projector: ReadModel
     queries: Queries
     registry: Registry
     ledger: Ledger
     cleanup: Cleanup
     reconciler: Reconciler
     runs: Runs
+    history: History
     fleet: Fleet
+    pages: Pages
+    tokens: Tokens
+    bulk: Bulk
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
     telemetry: Telemetry = field(default_factory=Telemetry)
-
-    @property
-    def tokens(self) -> Tokens:
-        rows = TokenRows(self.backend, fresh=self.projector.catch_up)
-        return Tokens(app=self.app, rows=rows, clock=self.clock)
-
-    @property
-    def bulk(self) -> Bulk:
-        return Bulk(
-            queries=self.queries,
-            selection=Selection(self.backend),
-            cleanup=self.cleanup,
-            max_attempts=self.settings.max_revert_attempts,
-            clock=self.clock,
-        )
-
-    @property
-    def history(self) -> History:
-        return History(self.ledger.parts)
 
     @property
     def loaded(self) -> Loaded:
@@ -81,10 +67,10 @@ class Runledger:
 
     def runner(self, worker: str) -> Runner:
         return Runner(
-            self.runs,
-            self.cleanup,
-            self.reconciler,
-            worker_name(worker),
+            runs=self.runs,
+            cleanup=self.cleanup,
+            reconciler=self.reconciler,
+            worker=worker_name(worker),
             fleet=self.fleet,
             loaded=self.loaded,
             observe=self.telemetry.tick,
@@ -127,32 +113,83 @@ def bootstrap(
     registry = registry if registry is not None else Registry()
     app, backend = open_app(store_config(settings.database_url))
     projector = Projector(app, backend)
-    queries = Queries(backend)
-    parts = Parts(
-        app, backend, Streams(app, backend), projector, queries, registry, settings, clock
+
+    # Every read of the views catches them up first: read-your-writes, kept in one place. The
+    # projector's catch_up is looked up at each read, so whatever wraps it later (a benchmark's
+    # meter, a test's injected fault) wraps these catch-ups too.
+    def fresh() -> int:
+        return projector.catch_up()
+
+    queries = Queries(backend, fresh=fresh)
+    streams = Streams(app, backend)
+    ledger = Ledger(app=app, streams=streams, queries=queries, clock=clock)
+    core_lease = CoreLease(app=app, registry=registry, settings=settings, clock=clock)
+    fleet = Fleet(
+        app=app,
+        rows=RunnerRows(backend, fresh=fresh),
+        gone_after_s=settings.runner_gone_s,
+        clock=clock,
     )
-    ledger = Ledger(parts)
-    core_lease = CoreLease(app, registry, settings, clock)
-    fleet = Fleet(app, RunnerRows(backend), gone_after_s=settings.runner_gone_s, clock=clock)
     serving = served_by(fleet, clock)
+    pages = Pages(backend, fresh=fresh)
+    cleanup = Cleanup(
+        app=app,
+        streams=streams,
+        queries=queries,
+        ledger=ledger,
+        give_back=GiveBack(registry=registry, core_lease=core_lease, settings=settings),
+        settings=settings,
+        clock=clock,
+        serving=serving,
+    )
     rl = Runledger(
-        settings,
-        app,
-        backend,
-        projector,
-        queries,
-        registry,
-        ledger,
-        Cleanup(
-            parts,
-            ledger,
-            GiveBack(registry=registry, core_lease=core_lease, settings=settings),
-            serving,
+        settings=settings,
+        app=app,
+        backend=backend,
+        projector=projector,
+        queries=queries,
+        registry=registry,
+        ledger=ledger,
+        cleanup=cleanup,
+        reconciler=Reconciler(
+            app=app,
+            streams=streams,
+            queries=queries,
+            registry=registry,
+            settings=settings,
+            clock=clock,
         ),
-        Reconciler(parts),
-        Runs(parts, ledger, core_lease, serving),
-        fleet,
-        clock,
+        runs=Runs(
+            app=app,
+            streams=streams,
+            queries=queries,
+            ledger=ledger,
+            dispatcher=Dispatcher(
+                app=app,
+                ledger=ledger,
+                registry=registry,
+                core_lease=core_lease,
+                settings=settings,
+                clock=clock,
+            ),
+            core_lease=core_lease,
+            registry=registry,
+            settings=settings,
+            clock=clock,
+            serving=serving,
+        ),
+        history=History(app=app, backend=backend, queries=queries, settings=settings, clock=clock),
+        fleet=fleet,
+        pages=pages,
+        tokens=Tokens(app=app, rows=TokenRows(backend, fresh=fresh), clock=clock),
+        bulk=Bulk(
+            queries=queries,
+            pages=pages,
+            cleanup=cleanup,
+            max_attempts=settings.max_revert_attempts,
+            clock=clock,
+        ),
+        clock=clock,
     )
     if load:
         load_modules(rl)

@@ -3,9 +3,9 @@ and a run's log backwards from a position."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -43,16 +43,45 @@ class Cursor:
     run_id: str
 
 
+@dataclass(frozen=True)
+class Where:
+    """Which unresolved entries of ended runs a bulk cleanup selects."""
+
+    module: str | None = None
+    action: str | None = None
+    run_status: str | None = None
+    cleanup_status: str | None = None
+    ended_after: datetime | None = None
+    ended_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LogLines:
+    lines: list[LogLine]
+    total: int
+    earlier: bool
+
+
 def _like(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
 
-class RunPages:
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
+class Pages:
+    """Reads for lists a page at a time and for counts; ``fresh`` brings the views level with
+    the store first, as every read of the views does (projections/queries.py)."""
 
-    def page(
+    def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
+        self.backend = backend
+        self.fresh = fresh
+
+    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
+        self.fresh()
+        with self.backend.transaction(commit=False) as cursor:
+            cursor.execute(self.backend.sql(statement), params)
+            return list(cursor.fetchall())
+
+    def runs(
         self,
         where: RunFilter,
         limit: int,
@@ -85,67 +114,25 @@ class RunPages:
         clause = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         statement = f"""SELECT c.run_id, c.started_at FROM {source} {clause}
             ORDER BY c.started_at DESC, c.run_id DESC LIMIT %s"""
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(self.backend.sql(statement), [*counted, *params, limit])
-            rows = list(cursor.fetchall())
+        rows = self._rows(statement, [*counted, *params, limit])
         return [(UUID(r["run_id"]), Cursor(float(r["started_at"]), r["run_id"])) for r in rows]
 
-
-@dataclass(frozen=True)
-class LogLines:
-    lines: list[LogLine]
-    total: int
-    earlier: bool
-
-
-def _line(row: Any) -> LogLine:
-    return LogLine(
-        position=int(row["position"]),
-        run_id=UUID(row["run_id"]),
-        at=datetime.fromtimestamp(row["at"], UTC),
-        kind=row["kind"],
-        detail=json.loads(row["detail"]),
-    )
-
-
-class LogPages:
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-
-    def page(self, run_id: UUID, limit: int, before: int | None) -> LogLines:
+    def log(self, run_id: UUID, limit: int, before: int | None) -> LogLines:
         """A run's last ``limit`` lines before position ``before``, in store order."""
         bound = "AND position < %s" if before is not None else ""
         params: list[Any] = [str(run_id), *([before] if before is not None else [])]
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(
-                self.backend.sql(
-                    f"""SELECT * FROM {{rl_run_log}} WHERE run_id = %s {bound}
-                    ORDER BY position DESC LIMIT %s"""
-                ),
-                [*params, limit + 1],
-            )
-            rows = list(cursor.fetchall())
-            cursor.execute(
-                self.backend.sql("SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s"),
-                [str(run_id)],
-            )
-            total = int(cursor.fetchone()["n"])
-        lines = [_line(row) for row in reversed(rows[:limit])]
-        return LogLines(lines, total, len(rows) > limit)
+        rows = self._rows(
+            f"""SELECT * FROM {{rl_run_log}} WHERE run_id = %s {bound}
+                ORDER BY position DESC LIMIT %s""",
+            [*params, limit + 1],
+        )
+        counted = self._rows(
+            "SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s", [str(run_id)]
+        )
+        lines = [LogLine.of(row) for row in reversed(rows[:limit])]
+        return LogLines(lines, int(counted[0]["n"]), len(rows) > limit)
 
-
-class Counts:
-    """What the metrics count, read at scrape time."""
-
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-
-    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(self.backend.sql(statement), params)
-            return list(cursor.fetchall())
-
-    def runs(self, now: datetime, max_attempts: int) -> list[tuple[str, str, int]]:
+    def run_counts(self, now: datetime, max_attempts: int) -> list[tuple[str, str, int]]:
         """(run status, cleanup status, how many runs)."""
         rows = self._rows(
             f"""SELECT c.status, {CLEANUP_STATUS_SQL} AS cleanup, COUNT(*) AS n
@@ -154,7 +141,7 @@ class Counts:
         )
         return [(r["status"], r["cleanup"], int(r["n"])) for r in rows]
 
-    def unresolved(self) -> list[tuple[str, int]]:
+    def unresolved_counts(self) -> list[tuple[str, int]]:
         rows = self._rows(
             f"""SELECT status, COUNT(*) AS n FROM {{rl_resources}}
                 WHERE status IN {UNRESOLVED_STATES} GROUP BY status""",
@@ -162,26 +149,9 @@ class Counts:
         )
         return [(r["status"], int(r["n"])) for r in rows]
 
-
-@dataclass(frozen=True)
-class Where:
-    """Which unresolved entries of ended runs a bulk cleanup selects."""
-
-    module: str | None = None
-    action: str | None = None
-    run_status: str | None = None
-    cleanup_status: str | None = None
-    ended_after: datetime | None = None
-    ended_before: datetime | None = None
-
-
-class Selection:
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-
-    def entries(self, where: Where, limit: int) -> list[tuple[Any, float | None]]:
-        """Up to ``limit`` unresolved entries of ended runs matching ``where`` (rows of
-        rl_resources with their run's end time), in run end order."""
+    def selected(self, where: Where, limit: int) -> list[Any]:
+        """Up to ``limit`` unresolved entries (rows of rl_resources) of ended runs matching
+        ``where``, in the order the runs ended."""
         conditions = [f"r.status IN {UNRESOLVED_STATES}", "u.status <> 'running'"]
         params: list[Any] = []
         for column, value in (
@@ -198,14 +168,9 @@ class Selection:
         if where.ended_before is not None:
             conditions.append("u.ended_at < %s")
             params.append(where.ended_before.timestamp())
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(
-                self.backend.sql(
-                    f"""SELECT r.*, u.ended_at AS run_ended_at FROM {{rl_resources}} r
-                    JOIN {{rl_runs}} u ON u.run_id = r.run_id
-                    WHERE {" AND ".join(conditions)}
-                    ORDER BY u.ended_at, r.run_id, r.recorded_at, r.entry_id LIMIT %s"""
-                ),
-                [*params, limit],
-            )
-            return [(row, row["run_ended_at"]) for row in cursor.fetchall()]
+        return self._rows(
+            f"""SELECT r.* FROM {{rl_resources}} r JOIN {{rl_runs}} u ON u.run_id = r.run_id
+                WHERE {" AND ".join(conditions)}
+                ORDER BY u.ended_at, r.run_id, r.recorded_at, r.entry_id LIMIT %s""",
+            [*params, limit],
+        )

@@ -1,100 +1,19 @@
+"""Reads over the projections, each of them fresh: whatever was saved before a read, in this
+process or another, is in its answer."""
+
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
-from runledger.domain.status import CleanupStatus, cleanup_status
 from runledger.projections.backend import Backend
+from runledger.projections.rows import EntryRow, LogLine, RunRow
 from runledger.projections.schema import OPEN_STATES, UNRESOLVED_STATES
 
-
-def _time(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
-
-
-def _json(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
-
-
-@dataclass(frozen=True)
-class EntryRow:
-    entry_id: UUID
-    run_id: UUID
-    step: str
-    kind: str
-    ref: str
-    module: str
-    action: str | None
-    idempotency_key: str
-    payload: Any
-    member_key: str | None
-    until: datetime | None
-    status: str
-    attempts: int
-    terminal: bool
-    claim_worker: str | None
-    claim_expires: datetime | None
-    last_error: str | None
-    drift_current: Any
-    version: int
-    next_attempt: datetime | None = None
-
-    @property
-    def name(self) -> str:
-        return f"{self.kind}:{self.ref}"
-
-    @classmethod
-    def of(cls, row: Any) -> EntryRow:
-        return cls(
-            entry_id=UUID(row["entry_id"]),
-            run_id=UUID(row["run_id"]),
-            step=row["step"],
-            kind=row["kind"],
-            ref=row["ref"],
-            module=row["module"],
-            action=row["action"],
-            idempotency_key=row["idempotency_key"],
-            payload=_json(row["payload"]),
-            member_key=row["member_key"],
-            until=_time(row["until"]),
-            status=row["status"],
-            attempts=row["attempts"],
-            terminal=bool(row["terminal"]),
-            claim_worker=row["claim_worker"],
-            claim_expires=_time(row["claim_expires"]),
-            last_error=row["last_error"],
-            drift_current=_json(row["drift_current"]),
-            version=row["version"],
-            next_attempt=_time(row["next_attempt"]),
-        )
-
-
-@dataclass(frozen=True)
-class RunRow:
-    run_id: UUID
-    name: str
-    status: str
-    cleanup_status: CleanupStatus
-    entries: int
-    unresolved: int
-    ended_by: str | None
-    end_reason: str | None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class LogLine:
-    position: int
-    run_id: UUID
-    at: datetime
-    kind: str
-    detail: dict[str, Any]
-
+__all__ = ["CANDIDATES", "EntryRow", "LogLine", "Queries", "RunRow"]
 
 # Work automatic cleanup may still do: retryable entries, and attempts in flight.
 _OPEN = (
@@ -126,12 +45,18 @@ CANDIDATES = f"""SELECT c.run_id FROM (
 
 
 class Queries:
-    """Reads over the projections. Every answer is a function of the projected rows."""
+    """Reads over the projections. Every answer is a function of the projected rows.
 
-    def __init__(self, backend: Backend) -> None:
+    ``fresh`` (the projector's catch-up) runs before every read: read-your-writes is kept here,
+    once, rather than by every caller remembering to catch the views up first.
+    """
+
+    def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
         self.backend = backend
+        self.fresh = fresh
 
     def _rows(self, statement: str, params: list[Any]) -> list[Any]:
+        self.fresh()
         with self.backend.transaction(commit=False) as cursor:
             cursor.execute(self.backend.sql(statement), params)
             return list(cursor.fetchall())
@@ -156,26 +81,7 @@ class Queries:
             ORDER BY u.started_at, u.run_id""",
             [max_attempts, now.timestamp(), *[str(r) for r in run_ids]],
         )
-        return [
-            RunRow(
-                run_id=UUID(row["run_id"]),
-                name=row["name"],
-                status=row["status"],
-                cleanup_status=cleanup_status(
-                    running=row["status"] == "running",
-                    entries=int(row["entries"]),
-                    unresolved=int(row["unresolved"] or 0),
-                    open_=int(row["open"] or 0),
-                ),
-                entries=int(row["entries"]),
-                unresolved=int(row["unresolved"] or 0),
-                ended_by=row["ended_by"],
-                end_reason=row["end_reason"],
-                started_at=_time(row["started_at"]),
-                ended_at=_time(row["ended_at"]),
-            )
-            for row in rows
-        ]
+        return [RunRow.of(row) for row in rows]
 
     def entries(self, run_id: UUID) -> list[EntryRow]:
         rows = self._rows(
@@ -204,16 +110,7 @@ class Queries:
                 ORDER BY position DESC {limit_clause}) t ORDER BY position""",
             params,
         )
-        return [
-            LogLine(
-                position=int(row["position"]),
-                run_id=UUID(row["run_id"]),
-                at=datetime.fromtimestamp(row["at"], UTC),
-                kind=row["kind"],
-                detail=json.loads(row["detail"]),
-            )
-            for row in rows
-        ]
+        return [LogLine.of(row) for row in rows]
 
     def log_size(self, run_id: UUID) -> int:
         """How many lines a run's log holds."""
@@ -238,7 +135,8 @@ class Queries:
         limit: int = 5_000,
     ) -> list[EntryRow]:
         """A bounded page of what one pass may work: a sweep's memory does not grow with the
-        run, and a group cut at the page's end is simply finished by the next pass."""
+        run (a sweep holds one page per run of its batch), and a group cut at the page's end is
+        simply finished by the next pass."""
         stamp = now.timestamp()
         overdue = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s"
         lease_clause = overdue if overdue_leases_only else ""

@@ -9,6 +9,7 @@ rl_heartbeats. It is no projection (nothing replays it), and a rebuild leaves it
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -64,10 +65,12 @@ def _maybe_time(value: float | None) -> datetime | None:
 
 
 class RunnerRows:
-    """Writes a runner's heartbeat; reads runners with their last heartbeat."""
+    """Writes a runner's heartbeat; reads runners with their last heartbeat, the runners view
+    caught up first by ``fresh``, as Queries does."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
         self.backend = backend
+        self.fresh = fresh
 
     def beat(self, runner_id: UUID, at: datetime) -> None:
         """One statement: this runner's row says it was alive at ``at``."""
@@ -98,6 +101,7 @@ class RunnerRows:
         )
 
     def _rows(self, statement: str, params: list[Any]) -> list[RunnerRow]:
+        self.fresh()
         with self.backend.transaction(commit=False) as cursor:
             cursor.execute(self.backend.sql(statement), params)
             return [RunnerRow.of(row) for row in cursor.fetchall()]

@@ -116,7 +116,7 @@ class Store:
 def make_registry() -> Registry:
     """One module whose revert gives everything back at once."""
     registry = Registry()
-    registry.module(MODULE).action(ACTION, revert=lambda **_: {"ok": True})
+    registry.module(MODULE).action(ACTION, perform=names, revert=lambda **_: {"ok": True})
     return registry
 
 
@@ -129,23 +129,32 @@ def settings_for(store: Store, args: argparse.Namespace) -> Settings:
     return Settings(**given)
 
 
+def names(params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
+    """A perform that names the creatures its step's params list."""
+    return {"ok": True, "resources": [{"kind": "creature", "ref": r} for r in params["refs"]]}
+
+
 def ledger_runs(rl: Runledger, runs: int, entries: int, per_step: int, tag: str) -> list[Any]:
-    """Runs through the application: start, one placeholder per step superseded by what the
-    step named, complete. Answers the run ids."""
+    """Runs through the application: started from a spec of one manual phase whose steps each
+    name ``per_step`` creatures, dispatched, then completed by a person. Answers the run ids."""
     ids = []
     for i in range(runs):
-        run = rl.ledger.start_run(f"{tag}-{i}")
-        for step, start in enumerate(range(0, entries, per_step)):
-            count = min(per_step, entries - start)
-            placeholder = rl.ledger.record_placeholder(
-                run, f"step-{step}", MODULE, ACTION, f"{run}|{step}"
-            )
-            rl.ledger.supersede(
-                placeholder,
-                [{"kind": "creature", "ref": f"{tag}-{i}-{step}-{j}"} for j in range(count)],
-            )
-        rl.ledger.complete_run(run)
-        ids.append(run)
+        steps = [
+            {
+                "id": f"step-{step}",
+                "action": ACTION,
+                "params": {
+                    "refs": [f"{tag}-{i}-{step}-{j}" for j in range(min(per_step, entries - start))]
+                },
+            }
+            for step, start in enumerate(range(0, entries, per_step))
+        ]
+        phase = {"id": "p", "advance": "manual", "steps": steps}
+        ids.append(rl.runs.start({"name": f"{tag}-{i}", "phases": [phase]}))
+    while rl.runs.advance_leg("bench").dispatched:
+        pass
+    for run in ids:
+        rl.runs.advance(run, "bench")
     rl.projector.catch_up()
     return ids
 

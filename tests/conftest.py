@@ -7,11 +7,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from freezegun import freeze_time
+from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
-from tests.game import NO_BACKOFF, SPAWN, Clock, Game, runledgers
+from tests.game import NO_BACKOFF, SPAWN, START, Clock, Game, runledgers
+from tests.playing import BUILD, ZONE, PlayWorld
+from tests.playing import SPAWN as WORLD_SPAWN
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("RUNLEDGER_REQUIRE_POSTGRES") == "1"
@@ -78,8 +82,8 @@ def make_runledger(store_url: str, registry: Registry) -> Iterator[Factory]:
     opened: list[Runledger] = []
 
     def make(**settings: object) -> Runledger:
-        given = NO_BACKOFF | settings
-        rl = bootstrap(Settings(database_url=store_url, **given), registry)  # type: ignore[arg-type]
+        given = {"database_url": store_url} | NO_BACKOFF | settings
+        rl = bootstrap(Settings.model_validate(given), registry)
         opened.append(rl)
         return rl
 
@@ -94,9 +98,13 @@ def rl(make_runledger: Factory) -> Runledger:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    """The one clock a test's runledgers read; the test moves it."""
-    return Clock()
+def clock() -> Iterator[Clock]:
+    """The one clock a test's runledgers read; the test moves it. freezegun holds datetime.now
+    to it too, so that a runledger on the default clock (``rl``, ``make_runledger``) reads it."""
+    # The pool's own timers keep real time: closing it waits for its workers by them.
+    with freeze_time(START, ignore=["psycopg_pool"]) as frozen:
+        assert isinstance(frozen, FrozenDateTimeFactory)
+        yield Clock(START, frozen)
 
 
 @pytest.fixture
@@ -105,6 +113,14 @@ def game(registry: Registry) -> Game:
     game = Game()
     game.install(registry, SPAWN)
     return game
+
+
+@pytest.fixture
+def world(registry: Registry) -> PlayWorld:
+    """The scripted World with its spawn, build and zone actions and its weather lease."""
+    world = PlayWorld()
+    world.install(registry, WORLD_SPAWN, BUILD, ZONE)
+    return world
 
 
 @pytest.fixture

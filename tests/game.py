@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from freezegun.api import FrozenDateTimeFactory
+
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
@@ -39,15 +41,23 @@ Answer = Callable[[dict[str, Any], str], Any]
 
 @dataclass
 class Clock:
-    """The one clock every part of a runledger reads; a test moves it."""
+    """The one clock every part of a runledger reads; a test moves it. With ``frozen`` (the
+    conftest's ``clock``), freezegun holds ``datetime.now`` to it as well, so a runledger on the
+    default clock reads the same time as one opened on this one."""
 
     now: datetime = START
+    frozen: FrozenDateTimeFactory | None = None
 
     def __call__(self) -> datetime:
         return self.now
 
     def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+        self.move_to(self.now + timedelta(seconds=seconds))
+
+    def move_to(self, at: datetime) -> None:
+        self.now = at
+        if self.frozen is not None:
+            self.frozen.move_to(at)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from uuid import UUID
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
+from tests.by_hand import claim
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = "world.spawn"
@@ -94,7 +95,7 @@ def _claim(args: argparse.Namespace) -> int:
     with _open(args.url, Registry()) as rl:
         _await_go(Path(args.ready), Path(args.go))
         expires = rl.clock() + timedelta(seconds=60)
-        won = rl.ledger.claim(UUID(args.entry), args.worker, expires, 3)
+        won = claim(rl, UUID(args.entry), args.worker, expires, 3)
     print(json.dumps({"worker": args.worker, "won": won}))
     return 0
 

@@ -165,8 +165,8 @@ class BeatingRunner(Runner):
     """The runner, saying after every tick how many it has finished, so a parent can tell
     when a tick that was in flight (say, while the process was stopped) is over."""
 
-    def __init__(self, *args: Any, heartbeat: Path, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *, heartbeat: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.heartbeat = heartbeat
         self.beats = 0
 
@@ -266,10 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             rl.runner(args.worker)
             if args.heartbeat is None
             else BeatingRunner(
-                rl.runs,
-                rl.cleanup,
-                rl.reconciler,
-                args.worker,
+                runs=rl.runs,
+                cleanup=rl.cleanup,
+                reconciler=rl.reconciler,
+                worker=args.worker,
                 fleet=rl.fleet,
                 loaded=rl.loaded,
                 heartbeat=args.heartbeat,

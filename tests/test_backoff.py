@@ -1,49 +1,41 @@
 """Issue 9: automatic attempts are spaced by a back-off, a repeated restore that finds the
 baseline in place has given it back, and a pass claims each group right before its call.
 
-On an SQLite file and on PostgreSQL; the clock is freezegun's or the tests' own.
+On an SQLite file and on PostgreSQL; the clock is the test's.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-import pytest
-from freezegun import freeze_time
-from freezegun.api import FrozenDateTimeFactory
 from rich.console import Console
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.cli.console import show_runs
-from runledger.application.modules.protocol import Registry
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import Resource
+from runledger.domain.step import step_of_key
 from tests.game import SPAWN as GAME_SPAWN
 from tests.game import Clock, Game, phase, spec, step, throws
+from tests.playing import (
+    SPAWN,
+    PlayWorld,
+    answering,
+    ended,
+    ended_run,
+    key,
+    leases,
+    made,
+    makes,
+    override,
+)
 from tests.reading import entry, lines, row, status, the_step
-from tests.test_cleanup import NOW, SPAWN, answering, ended_run, lease, spawn
-from tests.world import World
 
 Factory = Callable[..., Runledger]
-
-
-@pytest.fixture
-def world(registry: Registry) -> World:
-    world = World()
-    world.install(registry, SPAWN)
-    return world
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(NOW) as frozen:
-        yield frozen
-
-
 SLOW = {"retry_delays_s": (5.0, 30.0), "retry_jitter": 0.0, "max_revert_attempts": 3}
 
 
@@ -56,7 +48,8 @@ def test_the_nth_failure_waits_the_nth_delay_stretched_by_at_most_the_jitter() -
     assert rule.next_attempt(1, 3, at(0), 0.5) == at(5)
     assert rule.next_attempt(2, 3, at(0), 0.5) == at(30)
     assert rule.next_attempt(2, 3, at(0), 0.0) == at(24)
-    assert rule.next_attempt(2, 3, at(0), 0.999999) < at(36)
+    latest = rule.next_attempt(2, 3, at(0), 0.999999)
+    assert latest is not None and latest < at(36)
     assert rule.next_attempt(3, 3, at(0), 0.5) is None  # no attempt is left to schedule
     assert Backoff((5.0,), jitter=0).next_attempt(4, 9, at(0), 0.5) == at(5)
 
@@ -84,7 +77,7 @@ def test_an_entry_is_not_retryable_before_its_next_attempt() -> None:
 
 
 def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
-    make_runledger: Factory, world: World, frozen: FrozenDateTimeFactory
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(**SLOW)
     world.answer(SPAWN, answering({"ok": False, "error": "the shard is busy"}))
@@ -92,10 +85,10 @@ def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
     start = rl.clock()
     seen = []
     for offset in (0, 4.9, 5, 34.9, 35, 500):
-        frozen.move_to(start + timedelta(seconds=offset))
+        clock.move_to(start + timedelta(seconds=offset))
         rl.cleanup.sweep("w1")
         found = entry(rl, c1)
-        seen.append((offset, world.reverts["k1"], found.attempts, status(rl, run)))
+        seen.append((offset, world.reverts[key(run)], found.attempts, status(rl, run)))
     assert seen == [
         (0, 1, 1, "pending"),
         (4.9, 1, 1, "pending"),
@@ -118,7 +111,7 @@ def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
 
 
 def test_the_next_attempt_is_shown_beside_the_entry(
-    make_runledger: Factory, world: World, frozen: FrozenDateTimeFactory
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(**SLOW)
     world.answer(SPAWN, answering({"ok": False, "error": "the shard is busy"}))
@@ -133,7 +126,7 @@ def test_the_next_attempt_is_shown_beside_the_entry(
 
 
 def test_a_person_asking_again_does_not_wait_for_the_back_off(
-    make_runledger: Factory, world: World, frozen: FrozenDateTimeFactory
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(**SLOW)
     answers = iter([{"ok": False, "error": "the shard is busy"}, {"ok": True}])
@@ -142,7 +135,7 @@ def test_a_person_asking_again_does_not_wait_for_the_back_off(
     rl.cleanup.sweep("w1")
     assert entry(rl, c1).next_attempt is not None
     summary = rl.cleanup.manual_cleanup(run, "ops")
-    assert (summary.reverted, world.reverts["k1"]) == (1, 2)
+    assert (summary.reverted, world.reverts[key(run)]) == (1, 2)
     assert (entry(rl, c1).status, status(rl, run)) == ("reverted", "complete")
 
 
@@ -168,14 +161,13 @@ def test_a_failed_step_waits_for_its_back_off_before_it_is_dispatched_again(
 
 
 def test_a_restore_that_finds_the_baseline_in_place_has_given_it_back(
-    rl: Runledger, world: World, frozen: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     # The first restore answered ok and its runner died before saving the verdict: the repeat
     # finds the baseline ("clear") where it expected the run's value ("storm").
     world.restore_answer = lambda baseline, expected, target: {"drifted": True, "current": "clear"}
-    run = rl.ledger.start_run("weather only")
-    held = lease(rl, run)
-    rl.ledger.complete_run(run)
+    run = ended(rl, leases(), name="weather only")
+    held = override(run)
     rl.cleanup.sweep("w1")
     assert (entry(rl, held).status, status(rl, run)) == ("reverted", "complete")
     (line,) = lines(rl, run, "cleanup.reverted")
@@ -183,16 +175,15 @@ def test_a_restore_that_finds_the_baseline_in_place_has_given_it_back(
 
 
 def test_a_drift_to_another_value_is_still_a_drift_and_a_later_ask_finds_it_restored(
-    rl: Runledger, world: World, frozen: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     current = {"value": "hail"}
     world.restore_answer = lambda baseline, expected, target: {
         "drifted": True,
         "current": current["value"],
     }
-    run = rl.ledger.start_run("weather only")
-    held = lease(rl, run)
-    rl.ledger.complete_run(run)
+    run = ended(rl, leases(), name="weather only")
+    held = override(run)
     rl.cleanup.sweep("w1")
     assert (entry(rl, held).status, status(rl, run)) == ("drifted", "incomplete")
     current["value"] = "clear"  # a game master put the baseline back by hand
@@ -201,32 +192,31 @@ def test_a_drift_to_another_value_is_still_a_drift_and_a_later_ask_finds_it_rest
 
 
 def test_a_pass_claims_each_group_right_before_its_call_and_saves_its_verdict_right_after(
-    rl: Runledger, world: World, frozen: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("six groups")
-    groups = {f"k{i}": spawn(rl, run, [f"c{i}"], key=f"k{i}", step=f"s{i}") for i in range(6)}
-    rl.ledger.complete_run(run)
+    run = ended(rl, *(makes(f"s{i}", f"c{i}") for i in range(6)), name="six groups")
+    groups = {key(run, f"s{i}"): made(run, f"s{i}", f"c{i}") for i in range(6)}
     seen: dict[str, dict[str, tuple[str, int]]] = {}
 
-    def look(resources: list[dict[str, Any]], key: str) -> Any:
+    def look(resources: list[dict[str, Any]], idempotency_key: str) -> Any:
         # What the store holds while this call is out, read from the streams themselves.
         loaded = rl.cleanup.streams.load(Resource, [i for ids in groups.values() for i in ids])
-        seen[key] = {e.ref: (e.state, e.attempts) for e in loaded.values()}
+        seen[idempotency_key] = {e.ref: (e.state, e.attempts) for e in loaded.values()}
         return {"ok": True}
 
     world.answer(SPAWN, look)
     rl.cleanup.sweep("w1")
-    order = list(seen)  # in the order of the calls
+    order = [step_of_key(k) for k in seen]  # in the order of the calls
     assert len(order) == 6
-    for n, key in enumerate(order):
+    for n, step_id in enumerate(order):
         earlier = {f"c{order[i][1:]}" for i in range(n)}
-        for ref, (state, attempts) in seen[key].items():
-            if ref == f"c{key[1:]}":
-                assert (state, attempts) == ("live", 1), (key, ref)  # claimed, being called
+        for ref, (state, attempts) in seen[key(run, step_id)].items():
+            if ref == f"c{step_id[1:]}":
+                assert (state, attempts) == ("live", 1), (step_id, ref)  # claimed, being called
             elif ref in earlier:
-                assert (state, attempts) == ("reverted", 1), (key, ref)  # verdict saved
+                assert (state, attempts) == ("reverted", 1), (step_id, ref)  # verdict saved
             else:
-                assert (state, attempts) == ("live", 0), (key, ref)  # not claimed yet
+                assert (state, attempts) == ("live", 0), (step_id, ref)  # not claimed yet
     assert status(rl, run) == "complete"
     (swept,) = lines(rl, run, "cleanup.swept")
     assert (swept.detail["attempted"], swept.detail["reverted"]) == (6, 6)

@@ -1,95 +1,71 @@
 """Giving back, through the application, on an SQLite file and on PostgreSQL.
 
-The World is the port: a scripted game world that counts every call. The clock is freezegun's.
+The World is the port: a scripted game world that counts every call. Runs are started from a
+spec and their steps answered by the World's performs (tests.playing); the clock is the test's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 import pytest
-from freezegun import freeze_time
-from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
+from runledger.domain.resource import Resource
+from tests.by_hand import claim
+from tests.game import Clock, runledgers
+from tests.playing import (
+    BUILD,
+    SPAWN,
+    PlayWorld,
+    answering,
+    complete,
+    ended,
+    ended_run,
+    fails,
+    key,
+    leases,
+    made,
+    makes,
+    override,
+    performs,
+    placeholder,
+    play,
+    start,
+)
 from tests.reading import entry, lines, status, wall
-from tests.world import World, hang, throw
-
-NOW = "2026-12-02 12:00:00"
-SPAWN = "world.spawn"
+from tests.world import hang, throw
 
 Factory = Callable[..., Runledger]
 
 
-@pytest.fixture
-def clock() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(NOW) as frozen:
-        yield frozen
-
-
-@pytest.fixture
-def world(registry: Registry) -> World:
-    world = World()
-    world.install(registry, SPAWN, "world.build")
-    return world
-
-
-def spawn(
-    rl: Runledger,
-    run: UUID,
-    refs: list[str],
-    *,
-    key: str = "k1",
-    step: str = "spawn",
-    action: str = SPAWN,
-) -> list[UUID]:
-    """A step that dispatched and named what it made."""
-    held = rl.ledger.record_placeholder(run, step, "world", action, key)
-    return rl.ledger.supersede(held, [{"kind": "creature", "ref": r} for r in refs])
-
-
-def lease(rl: Runledger, run: UUID, target: str = "plaza", *, for_s: int = 3600) -> UUID:
-    return rl.ledger.record_lease(
-        run,
-        step="weather",
-        module="world",
-        lease_id="weather",
-        target=target,
-        baseline="clear",
-        applied="storm",
-        until=rl.clock() + timedelta(seconds=for_s),
-        idempotency_key=f"lease-{target}",
-    )
-
-
-def ended_run(rl: Runledger, refs: list[str], *, key: str = "k1") -> tuple[UUID, list[UUID]]:
-    run = rl.ledger.start_run("festival")
-    ids = spawn(rl, run, refs, key=key)
-    rl.ledger.complete_run(run)
-    return run, ids
-
-
-def answering(value: Any) -> Callable[[list[dict[str, Any]], str], Any]:
-    return lambda resources, key: value
+def served_elsewhere(store_url: str, clock: Clock, *steps: dict[str, Any]) -> UUID:
+    """A completed run made by a process whose modules this one has not loaded."""
+    registry = Registry()
+    PlayWorld(name="gone").install(registry, "gone.spawn")
+    with runledgers(store_url, registry, clock) as open_one:
+        return ended(open_one(), *steps)
 
 
 # --- the reference's three defects, as regressions ---------------------------------------------
 
 
-def test_a_lease_only_run_is_given_back(rl: Runledger, world: World, clock: Any) -> None:
+def test_a_lease_only_run_is_given_back(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
     seen: list[tuple[Any, Any, str]] = []
-    world.restore_answer = lambda baseline, expected, target: (
-        seen.append((baseline, expected, target)) or {"ok": True}
-    )
-    run = rl.ledger.start_run("weather only")
-    held = lease(rl, run)
-    rl.ledger.complete_run(run)
+
+    def restore(baseline: Any, expected: Any, target: str) -> Any:
+        seen.append((baseline, expected, target))
+        return {"ok": True}
+
+    world.restore_answer = restore
+    run = ended(rl, leases(), name="weather only")
+    held = override(run)
     assert status(rl, run) == "pending"
     rl.cleanup.sweep("w1")
     assert world.restores == {"plaza": 1}
@@ -100,7 +76,7 @@ def test_a_lease_only_run_is_given_back(rl: Runledger, world: World, clock: Any)
 
 
 def test_three_attempts_are_three_real_calls_on_three_sweeps(
-    make_runledger: Factory, world: World, clock: Any
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(max_revert_attempts=3)
     world.answer(SPAWN, answering({"ok": False, "error": "the shard is busy"}))
@@ -108,7 +84,7 @@ def test_three_attempts_are_three_real_calls_on_three_sweeps(
     seen = []
     for _ in range(4):
         rl.cleanup.sweep("w1")
-        seen.append((world.reverts["k1"], entry(rl, c1).attempts, status(rl, run)))
+        seen.append((world.reverts[key(run)], entry(rl, c1).attempts, status(rl, run)))
     assert seen == [
         (1, 1, "pending"),
         (2, 2, "pending"),
@@ -119,7 +95,7 @@ def test_three_attempts_are_three_real_calls_on_three_sweeps(
 
 
 def test_incomplete_waits_until_nothing_is_retryable(
-    make_runledger: Factory, world: World, clock: Any
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(max_revert_attempts=2)
     world.answer(SPAWN, throw)
@@ -128,11 +104,11 @@ def test_incomplete_waits_until_nothing_is_retryable(
     assert status(rl, run) == "pending"
     rl.cleanup.sweep("w1")
     assert status(rl, run) == "incomplete"
-    assert world.reverts == {"k1": 2}
+    assert world.reverts == {key(run): 2}
 
 
 def test_a_terminal_failure_shows_its_real_attempt_count_and_is_not_retried(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, answering({"ok": False, "retry": False, "error": "the boss is dead"}))
     run, [c1] = ended_run(rl, ["c1"])
@@ -145,7 +121,7 @@ def test_a_terminal_failure_shows_its_real_attempt_count_and_is_not_retried(
         True,
         "the boss is dead",
     )
-    assert world.reverts == {"k1": 1}
+    assert world.reverts == {key(run): 1}
     assert status(rl, run) == "incomplete"
 
 
@@ -171,7 +147,7 @@ def test_a_terminal_failure_shows_its_real_attempt_count_and_is_not_retried(
     ids=repr,
 )
 def test_a_malformed_revert_answer_is_a_retry_with_a_readable_error(
-    rl: Runledger, world: World, clock: Any, answer: Any
+    rl: Runledger, world: PlayWorld, clock: Clock, answer: Any
 ) -> None:
     world.answer(SPAWN, answering(answer))
     run, [c1] = ended_run(rl, ["c1"])
@@ -184,7 +160,7 @@ def test_a_malformed_revert_answer_is_a_retry_with_a_readable_error(
 
 
 def test_a_refusal_that_asks_for_a_retry_is_a_retry_with_its_own_error(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, answering({"ok": False, "retry": True, "error": "try later"}))
     run, [c1] = ended_run(rl, ["c1"])
@@ -195,15 +171,13 @@ def test_a_refusal_that_asks_for_a_retry_is_a_retry_with_its_own_error(
 
 
 def test_a_revert_that_hangs_past_its_budget_is_a_retry(
-    make_runledger: Factory, registry: Registry, clock: Any
+    make_runledger: Factory, registry: Registry, clock: Clock
 ) -> None:
-    world = World(name="slow")
+    world = PlayWorld(name="slow")
     world.install(registry, "slow.spawn", budget_ms=100)
     world.answer("slow.spawn", hang(1.0))
     rl = make_runledger()
-    run = rl.ledger.start_run("slow")
-    [c1] = spawn(rl, run, ["c1"], action="slow.spawn")
-    rl.ledger.complete_run(run)
+    run, [c1] = ended_run(rl, ["c1"], action="slow.spawn", name="slow")
     started = wall()
     rl.cleanup.sweep("w1")
     assert wall() - started < 0.9
@@ -213,7 +187,7 @@ def test_a_revert_that_hangs_past_its_budget_is_a_retry(
     assert status(rl, run) == "pending"
 
 
-def test_a_revert_that_throws_is_a_retry(rl: Runledger, world: World, clock: Any) -> None:
+def test_a_revert_that_throws_is_a_retry(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
     world.answer(SPAWN, throw)
     _, [c1] = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
@@ -222,20 +196,18 @@ def test_a_revert_that_throws_is_a_retry(rl: Runledger, world: World, clock: Any
     assert row.last_error == f"{SPAWN} raised RuntimeError: the shard dropped the connection"
 
 
-def test_an_async_revert_is_awaited(rl: Runledger, registry: Registry, clock: Any) -> None:
+def test_an_async_revert_is_awaited(rl: Runledger, registry: Registry, clock: Clock) -> None:
     async def revert(resources: list[dict[str, Any]], idempotency_key: str, run_id: str) -> Any:
         return {"ok": True}
 
-    registry.module("asyncworld").action("asyncworld.spawn", revert=revert)
-    run = rl.ledger.start_run("async")
-    [c1] = spawn(rl, run, ["c1"], action="asyncworld.spawn")
-    rl.ledger.complete_run(run)
+    registry.module("asyncworld").action("asyncworld.spawn", perform=performs, revert=revert)
+    _, [c1] = ended_run(rl, ["c1"], action="asyncworld.spawn", name="async")
     rl.cleanup.sweep("w1")
     assert entry(rl, c1).status == "reverted"
 
 
 def test_refs_the_module_names_as_failed_fail_and_the_rest_are_reverted(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, answering({"ok": True, "failed": ["c2"]}))
     run, [c1, c2, c3] = ended_run(rl, ["c1", "c2", "c3"])
@@ -253,12 +225,14 @@ def test_refs_the_module_names_as_failed_fail_and_the_rest_are_reverted(
     assert status(rl, run) == "complete"
 
 
-def test_a_drift_is_not_retried_and_stays_visible(rl: Runledger, world: World, clock: Any) -> None:
+def test_a_drift_is_not_retried_and_stays_visible(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
     world.answer(SPAWN, answering({"drifted": True, "current": {"hp": 7}}))
     run, [c1] = ended_run(rl, ["c1"])
     summaries = rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w1")
-    assert world.reverts == {"k1": 1}
+    assert world.reverts == {key(run): 1}
     row = entry(rl, c1)
     assert (row.status, row.attempts, row.drift_current) == ("drifted", 1, {"hp": 7})
     assert row.last_error is not None and '{"hp": 7}' in row.last_error
@@ -269,12 +243,11 @@ def test_a_drift_is_not_retried_and_stays_visible(rl: Runledger, world: World, c
 
 
 def test_a_drifted_lease_is_left_alone_with_the_current_value(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.restore_answer = lambda baseline, expected, target: {"drifted": True, "current": "hail"}
-    run = rl.ledger.start_run("weather")
-    held = lease(rl, run)
-    rl.ledger.complete_run(run)
+    run = ended(rl, leases(), name="weather")
+    held = override(run)
     rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w1")
     assert world.restores == {"plaza": 1}
@@ -288,11 +261,10 @@ def test_a_drifted_lease_is_left_alone_with_the_current_value(
 
 
 def test_an_action_no_live_runner_serves_is_retried_then_fails_terminally_naming_it(
-    rl: Runledger, clock: Any
+    rl: Runledger, store_url: str, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("orphan module")
-    [c1] = spawn(rl, run, ["c1"], action="gone.spawn")
-    rl.ledger.complete_run(run)
+    run = served_elsewhere(store_url, clock, makes("spawn", "c1", action="gone.spawn"))
+    [c1] = made(run, "spawn", "c1")
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
     assert (row.status, row.attempts, row.terminal) == ("failing", 1, False)
@@ -309,12 +281,10 @@ def test_an_action_no_live_runner_serves_is_retried_then_fails_terminally_naming
 
 
 def test_an_action_without_revert_fails_terminally_naming_it(
-    rl: Runledger, registry: Registry, clock: Any
+    rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
-    registry.module("oneway").action("oneway.spawn")
-    run = rl.ledger.start_run("one way")
-    [c1] = spawn(rl, run, ["c1"], action="oneway.spawn")
-    rl.ledger.complete_run(run)
+    registry.module("oneway").action("oneway.spawn", perform=performs)
+    _, [c1] = ended_run(rl, ["c1"], action="oneway.spawn", name="one way")
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
     assert (row.terminal, row.attempts) == (True, 1)
@@ -322,11 +292,9 @@ def test_an_action_without_revert_fails_terminally_naming_it(
 
 
 def test_a_lease_no_live_runner_serves_is_retried_then_fails_terminally_naming_it(
-    rl: Runledger, clock: Any
+    rl: Runledger, store_url: str, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("weather")
-    held = lease(rl, run)
-    rl.ledger.complete_run(run)
+    held = override(served_elsewhere(store_url, clock, leases()))
     rl.cleanup.sweep("w1")
     row = entry(rl, held)
     assert (row.status, row.terminal, row.attempts) == ("failing", False, 1)
@@ -339,16 +307,15 @@ def test_a_lease_no_live_runner_serves_is_retried_then_fails_terminally_naming_i
 
 
 def test_an_answer_that_says_both_ok_and_drifted_does_not_read_as_given_back(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.restore_answer = lambda baseline, expected, target: {
         "ok": True,
         "drifted": True,
         "current": "hail",
     }
-    run = rl.ledger.start_run("weather")
-    held = lease(rl, run)
-    rl.ledger.complete_run(run)
+    run = ended(rl, leases(), name="weather")
+    held = override(run)
     rl.cleanup.sweep("w1")
     assert entry(rl, held).status != "reverted"
     assert status(rl, run) != "complete"
@@ -364,19 +331,24 @@ def lease_spec(name: str) -> dict[str, Any]:
 
 
 def test_a_refused_lease_step_leaves_nothing_for_a_person_to_look_at(
-    rl: Runledger, registry: Registry, clock: FrozenDateTimeFactory
+    rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
     restores: list[str] = []
+
+    def restore(baseline: Any, expected: Any, run_id: str, target: str) -> Any:
+        restores.append(target)
+        return {"ok": True}
+
     registry.module("sky").lease(
         "sky",
         apply=lambda target, value, run_id: {"ok": True, "baseline": "clear", "applied": value},
-        restore=lambda baseline, expected, run_id, target: restores.append(target) or {"ok": True},
+        restore=restore,
     )
     holder = rl.runs.start(lease_spec("holder"))
     rl.runs.advance_leg("w1")
     refused = rl.runs.start(lease_spec("refused"))
     for _ in range(4):
-        clock.tick(60)
+        clock.advance(60)
         rl.runs.advance_leg("w1")
     assert rl.ledger.get_run(refused).status == "aborted"
     rl.cleanup.sweep("w1")
@@ -386,15 +358,18 @@ def test_a_refused_lease_step_leaves_nothing_for_a_person_to_look_at(
 
 
 def test_a_lease_step_whose_answer_was_lost_is_restored_from_its_reservation(
-    rl: Runledger, registry: Registry, clock: Any
+    rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
     restores: list[tuple[str, str, str]] = []
+
+    def restore(baseline: str, expected: str, run_id: str, target: str) -> Any:
+        restores.append((baseline, expected, target))
+        return {"ok": True}
+
     registry.module("sky").lease(
         "sky",
         apply=lambda target, value, run_id: {"ok": True, "baseline": "clear", "applied": value},
-        restore=lambda baseline, expected, run_id, target: (
-            restores.append((baseline, expected, target)) or {"ok": True}
-        ),
+        restore=restore,
     )
     spec = lease_spec("lost")
     run = rl.runs.start(spec)
@@ -415,47 +390,48 @@ def test_a_lease_step_whose_answer_was_lost_is_restored_from_its_reservation(
 
 
 def test_a_placeholder_is_given_back_by_its_key_with_no_resources(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     calls: list[tuple[list[dict[str, Any]], str]] = []
-    world.answer(SPAWN, lambda resources, key: calls.append((resources, key)) or {"ok": True})
-    run = rl.ledger.start_run("lost answer")
-    held = rl.ledger.record_placeholder(run, "spawn", "world", SPAWN, "k-lost")
+
+    def revert(resources: list[dict[str, Any]], key: str) -> Any:
+        calls.append((resources, key))
+        return {"ok": True}
+
+    world.answer(SPAWN, revert)
+    run = play(rl, fails("spawn"), name="lost answer")
+    held = placeholder(run, "spawn")
     rl.ledger.abort_run(run, "the worker died mid-dispatch")
     rl.cleanup.sweep("w1")
-    assert calls == [([], "k-lost")]
+    assert calls == [([], key(run))]
     assert entry(rl, held).status == "reverted"
     assert status(rl, run) == "complete"
 
 
 def test_one_revert_call_gives_back_everything_one_step_made(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     calls: list[tuple[list[str], str]] = []
-    world.answer(
-        SPAWN,
-        lambda resources, key: calls.append(([r["ref"] for r in resources], key)) or {"ok": True},
-    )
+
+    def revert(resources: list[dict[str, Any]], key: str) -> Any:
+        calls.append(([r["ref"] for r in resources], key))
+        return {"ok": True}
+
+    world.answer(SPAWN, revert)
     refs = [f"c{n}" for n in range(6)]
-    run = rl.ledger.start_run("horde")
-    spawn(rl, run, refs, key="k1")
-    spawn(rl, run, ["d1", "d2"], key="k2", step="spawn-2")
-    rl.ledger.complete_run(run)
+    run = ended(rl, makes("spawn", *refs), makes("spawn-2", "d1", "d2"), name="horde")
     summaries = rl.cleanup.sweep("w1")
-    assert sorted((sorted(r), k) for r, k in calls) == [(sorted(refs), "k1"), (["d1", "d2"], "k2")]
-    assert world.reverts == {"k1": 1, "k2": 1}
+    k1, k2 = key(run), key(run, "spawn-2")
+    assert sorted((sorted(r), k) for r, k in calls) == [(sorted(refs), k1), (["d1", "d2"], k2)]
+    assert world.reverts == {k1: 1, k2: 1}
     assert (summaries[run].attempted, summaries[run].reverted) == (8, 8)
     assert status(rl, run) == "complete"
 
 
 def test_each_call_writes_one_line_naming_its_resources(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("two steps")
-    spawn(rl, run, ["c1", "c2"], key="k1")
-    spawn(rl, run, ["d1"], key="k2", step="spawn-2")
-    lease(rl, run)
-    rl.ledger.complete_run(run)
+    run = ended(rl, makes("spawn", "c1", "c2"), makes("spawn-2", "d1"), leases(), name="two steps")
     rl.cleanup.sweep("w1")
     calls = lines(rl, run, "cleanup.reverted")
     assert sorted(tuple(c.detail["resources"]) for c in calls) == [
@@ -468,7 +444,9 @@ def test_each_call_writes_one_line_naming_its_resources(
     }
 
 
-def test_a_failing_call_line_says_what_went_wrong(rl: Runledger, world: World, clock: Any) -> None:
+def test_a_failing_call_line_says_what_went_wrong(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
     world.answer(SPAWN, throw)
     run, _ = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
@@ -484,10 +462,9 @@ def test_a_failing_call_line_says_what_went_wrong(rl: Runledger, world: World, c
 # --- which runs are swept ----------------------------------------------------------------------
 
 
-def test_a_running_run_is_not_swept(rl: Runledger, world: World, clock: Any) -> None:
-    run = rl.ledger.start_run("still going")
-    [c1] = spawn(rl, run, ["c1"])
-    held = lease(rl, run)
+def test_a_running_run_is_not_swept(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+    run = play(rl, makes("spawn", "c1"), leases(), name="still going")
+    [c1], held = made(run, "spawn", "c1"), override(run)
     assert rl.cleanup.sweep("w1") == {}
     assert (world.reverts, world.restores) == ({}, {})
     assert (entry(rl, c1).attempts, entry(rl, held).attempts) == (0, 0)
@@ -495,34 +472,31 @@ def test_a_running_run_is_not_swept(rl: Runledger, world: World, clock: Any) -> 
 
 
 def test_a_lease_past_its_until_is_restored_while_the_run_goes_on(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("overrun")
-    [c1] = spawn(rl, run, ["c1"])
-    held = lease(rl, run, for_s=60)
-    clock.tick(59)
+    run = play(rl, makes("spawn", "c1"), leases(for_s=60), name="overrun")
+    [c1], held = made(run, "spawn", "c1"), override(run)
+    clock.advance(59)
     rl.cleanup.sweep("w1")
     assert world.restores == {}
-    clock.tick(1)
+    clock.advance(1)
     rl.cleanup.sweep("w1")
     assert world.restores == {"plaza": 1}
     assert world.reverts == {}
     assert (entry(rl, held).status, entry(rl, c1).status) == ("reverted", "live")
     assert rl.ledger.get_run(run).status == "running"
     assert status(rl, run) == "pending"
-    rl.ledger.complete_run(run)
+    complete(rl, run)
     rl.cleanup.sweep("w1")
-    assert (world.restores, world.reverts) == ({"plaza": 1}, {"k1": 1})
+    assert (world.restores, world.reverts) == ({"plaza": 1}, {key(run): 1})
     assert status(rl, run) == "complete"
 
 
 def test_cancel_without_cleanup_keeps_everything_in_the_persons_name(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("leave it")
-    ids = spawn(rl, run, ["c1", "c2"])
-    held = lease(rl, run)
-    waiting = rl.ledger.record_placeholder(run, "build", "world", "world.build", "k9")
+    run = play(rl, makes("spawn", "c1", "c2"), leases(), fails("build", BUILD), name="leave it")
+    ids, held, waiting = made(run, "spawn", "c1", "c2"), override(run), placeholder(run, "build")
     assert rl.ledger.cancel_run(run, "alice", cleanup=False) == 4
     rl.cleanup.sweep("w1")
     assert (world.reverts, world.restores) == ({}, {})
@@ -532,7 +506,10 @@ def test_cancel_without_cleanup_keeps_everything_in_the_persons_name(
     [kept] = lines(rl, run, "cleanup.kept")
     assert kept.detail == {"by": "alice", "resources": 4}
     kept_events = [
-        e for i in [*ids, held, waiting] for e in rl.app.events.get(i) if type(e).__name__ == "Kept"
+        e
+        for i in [*ids, held, waiting]
+        for e in rl.app.events.get(i)
+        if isinstance(e, Resource.Kept)
     ]
     assert [e.by for e in kept_events] == ["alice"] * 4
     assert not [
@@ -545,9 +522,8 @@ def test_cancel_without_cleanup_keeps_everything_in_the_persons_name(
     assert ran is not None and (ran.status, ran.ended_by) == ("cancelled", "alice")
 
 
-def test_cancel_without_cleanup_needs_a_name(rl: Runledger, world: World, clock: Any) -> None:
-    run = rl.ledger.start_run("leave it")
-    spawn(rl, run, ["c1"])
+def test_cancel_without_cleanup_needs_a_name(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+    run = play(rl, makes("spawn", "c1"), name="leave it")
     before = rl.app.recorder.max_notification_id()
     with pytest.raises(BadRequest):
         rl.ledger.cancel_run(run, "  ", cleanup=False)
@@ -556,51 +532,61 @@ def test_cancel_without_cleanup_needs_a_name(rl: Runledger, world: World, clock:
 
 @pytest.mark.parametrize("end", ["complete", "cancel", "abort"])
 def test_every_terminal_path_with_cleanup_is_given_back(
-    rl: Runledger, world: World, clock: Any, end: str
+    rl: Runledger, world: PlayWorld, clock: Clock, end: str
 ) -> None:
-    run = rl.ledger.start_run("ends")
-    [c1] = spawn(rl, run, ["c1"])
-    held = lease(rl, run)
+    run = play(rl, makes("spawn", "c1"), leases(), name="ends")
+    [c1], held = made(run, "spawn", "c1"), override(run)
     if end == "complete":
-        rl.ledger.complete_run(run)
+        complete(rl, run)
     elif end == "cancel":
         assert rl.ledger.cancel_run(run, "alice", cleanup=True) == 0
     else:
         rl.ledger.abort_run(run, "a step could not succeed")
     assert status(rl, run) == "pending"
     rl.cleanup.sweep("w1")
-    assert (world.reverts, world.restores) == ({"k1": 1}, {"plaza": 1})
+    assert (world.reverts, world.restores) == ({key(run): 1}, {"plaza": 1})
     assert (entry(rl, c1).status, entry(rl, held).status) == ("reverted", "reverted")
     assert status(rl, run) == "complete"
 
 
-def test_a_run_that_never_ledgered_needs_no_cleanup(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("quiet")
+def test_a_run_that_never_ledgered_needs_no_cleanup(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    # A run that dispatched has ledgered (record before confirm): this one ends before its step.
+    run = start(rl, makes("spawn", "c1"), name="quiet")
     assert status(rl, run) == "not_required"
-    rl.ledger.complete_run(run)
+    rl.ledger.cancel_run(run, "alice", cleanup=True)
     assert rl.cleanup.sweep("w1") == {}
     assert status(rl, run) == "not_required"
 
 
 def test_an_attempt_in_flight_keeps_the_run_pending(
-    make_runledger: Factory, world: World, clock: Any
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(max_revert_attempts=1)
     run, [c1] = ended_run(rl, ["c1"])
-    assert rl.ledger.claim(c1, "w0", rl.clock() + timedelta(seconds=40), 1)
-    assert status(rl, run) == "pending"
+    seen: list[tuple[int, str]] = []
+
+    def revert(resources: list[dict[str, Any]], key: str) -> Any:
+        # The sweep's one attempt is in flight while its call is out.
+        seen.append((entry(rl, c1).attempts, status(rl, run)))
+        return {"ok": True}
+
+    world.answer(SPAWN, revert)
+    rl.cleanup.sweep("w1")
+    assert seen == [(1, "pending")]
 
 
 def test_a_dead_workers_claim_is_taken_by_a_later_sweep_once_it_expires(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     run, [c1] = ended_run(rl, ["c1"])
-    assert rl.ledger.claim(c1, "dead", rl.clock() + timedelta(seconds=40), 3)
+    assert claim(rl, c1, "dead", rl.clock() + timedelta(seconds=40), 3)
     rl.cleanup.sweep("w1")
     assert world.reverts == {}
-    clock.tick(40)
+    clock.advance(40)
     rl.cleanup.sweep("w1")
-    assert world.reverts == {"k1": 1}
+    assert world.reverts == {key(run): 1}
     row = entry(rl, c1)
     assert (row.status, row.attempts) == ("reverted", 2)
     assert status(rl, run) == "complete"
@@ -610,7 +596,7 @@ def test_a_dead_workers_claim_is_taken_by_a_later_sweep_once_it_expires(
 
 
 def test_manual_cleanup_resets_an_incomplete_run_and_works_it_at_once(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, throw)
     run, [c1, c2] = ended_run(rl, ["c1", "c2"])
@@ -620,7 +606,7 @@ def test_manual_cleanup_resets_an_incomplete_run_and_works_it_at_once(
     world.answer(SPAWN, answering({"ok": True}))
     summary = rl.cleanup.manual_cleanup(run, "bob")
     assert (summary.attempted, summary.reverted, summary.remaining, summary.by) == (2, 2, 0, "bob")
-    assert world.reverts == {"k1": 4}
+    assert world.reverts == {key(run): 4}
     assert [entry(rl, i).status for i in (c1, c2)] == ["reverted", "reverted"]
     assert [line.detail for line in lines(rl, run, "cleanup.retry")] == [
         {"by": "bob", "resources": 2},
@@ -634,7 +620,7 @@ def test_manual_cleanup_resets_an_incomplete_run_and_works_it_at_once(
     ids=["terminal", "drifted"],
 )
 def test_manual_cleanup_lifts_a_terminal_failure_or_a_drift(
-    rl: Runledger, world: World, clock: Any, answer: dict[str, Any]
+    rl: Runledger, world: PlayWorld, clock: Clock, answer: dict[str, Any]
 ) -> None:
     world.answer(SPAWN, answering(answer))
     run, [c1] = ended_run(rl, ["c1"])
@@ -645,12 +631,12 @@ def test_manual_cleanup_lifts_a_terminal_failure_or_a_drift(
     assert summary.reverted == 1
     row = entry(rl, c1)
     assert (row.status, row.attempts) == ("reverted", 1)
-    assert world.reverts == {"k1": 2}
+    assert world.reverts == {key(run): 2}
     assert status(rl, run) == "complete"
 
 
 def test_manual_cleanup_that_fails_again_leaves_the_run_pending_for_the_sweep(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, throw)
     run, [c1] = ended_run(rl, ["c1"])
@@ -662,15 +648,15 @@ def test_manual_cleanup_that_fails_again_leaves_the_run_pending_for_the_sweep(
     assert status(rl, run) == "pending"
     rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w1")
-    assert world.reverts == {"k1": 6}
+    assert world.reverts == {key(run): 6}
     assert status(rl, run) == "incomplete"
 
 
 def test_manual_cleanup_of_a_running_run_is_refused_and_writes_nothing(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("still going")
-    [c1] = spawn(rl, run, ["c1"])
+    run = play(rl, makes("spawn", "c1"), name="still going")
+    [c1] = made(run, "spawn", "c1")
     before = rl.app.recorder.max_notification_id()
     with pytest.raises(BadRequest, match="still running"):
         rl.cleanup.manual_cleanup(run, "bob")
@@ -679,7 +665,7 @@ def test_manual_cleanup_of_a_running_run_is_refused_and_writes_nothing(
     assert entry(rl, c1).status == "live"
 
 
-def test_manual_cleanup_needs_a_name(rl: Runledger, world: World, clock: Any) -> None:
+def test_manual_cleanup_needs_a_name(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
     run, _ = ended_run(rl, ["c1"])
     before = rl.app.recorder.max_notification_id()
     with pytest.raises(BadRequest):
@@ -688,7 +674,7 @@ def test_manual_cleanup_needs_a_name(rl: Runledger, world: World, clock: Any) ->
     assert world.reverts == {}
 
 
-def test_only_manual_cleanup_resets_counters(rl: Runledger, world: World, clock: Any) -> None:
+def test_only_manual_cleanup_resets_counters(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
     world.answer(SPAWN, throw)
     _, [c1] = ended_run(rl, ["c1"])
     for _ in range(5):
@@ -701,13 +687,11 @@ def test_only_manual_cleanup_resets_counters(rl: Runledger, world: World, clock:
 
 
 def test_each_sweep_writes_exactly_one_summary_line_per_run(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    world.answer("world.build", throw)
-    run_a, _ = ended_run(rl, ["a1", "a2"], key="ka")
-    run_b = rl.ledger.start_run("builder")
-    spawn(rl, run_b, ["b1"], key="kb", action="world.build")
-    rl.ledger.complete_run(run_b)
+    world.answer(BUILD, throw)
+    run_a, _ = ended_run(rl, ["a1", "a2"])
+    run_b, _ = ended_run(rl, ["b1"], action=BUILD, name="builder")
     rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w2")
     a = [line.detail for line in lines(rl, run_a, "cleanup.swept")]
@@ -722,10 +706,10 @@ def test_each_sweep_writes_exactly_one_summary_line_per_run(
 
 
 def test_one_runs_exception_is_logged_and_the_sweep_goes_on(
-    rl: Runledger, world: World, clock: Any, caplog: pytest.LogCaptureFixture
+    rl: Runledger, world: PlayWorld, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bad, _ = ended_run(rl, ["b1"], key="kb")
-    good, [g1] = ended_run(rl, ["g1"], key="kg")
+    bad, _ = ended_run(rl, ["b1"])
+    good, [g1] = ended_run(rl, ["g1"])
     rl.projector.catch_up()
     # A storage fault stands in for any unexpected failure: one run's rows cannot be read.
     with rl.backend.transaction(commit=True) as cursor:
@@ -737,13 +721,13 @@ def test_one_runs_exception_is_logged_and_the_sweep_goes_on(
         summaries = rl.cleanup.sweep("w1")
     assert f"cleanup of run {bad} failed" in caplog.text
     assert good in summaries and bad not in summaries
-    assert world.reverts == {"kg": 1}
+    assert world.reverts == {key(good): 1}
     assert entry(rl, g1).status == "reverted"
     assert status(rl, good) == "complete"
 
 
 def test_a_drift_whose_current_value_cannot_be_stored_still_gets_a_verdict(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, answering({"drifted": True, "current": {"a", "b"}}))
     run, [c1] = ended_run(rl, ["c1"])
@@ -763,7 +747,7 @@ class Unprintable:
 
 
 def test_an_answer_that_cannot_even_be_shown_is_a_retry(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, answering(Unprintable()))
     run, [c1] = ended_run(rl, ["c1"])
@@ -775,28 +759,25 @@ def test_an_answer_that_cannot_even_be_shown_is_a_retry(
 
 
 def test_a_sweep_works_at_most_the_run_batch(
-    make_runledger: Factory, world: World, clock: Any
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(cleanup_run_batch=2)
-    runs = [ended_run(rl, [f"c{n}"], key=f"k{n}")[0] for n in range(5)]
+    runs = [ended_run(rl, [f"c{n}"])[0] for n in range(5)]
     sizes = [len(rl.cleanup.sweep("w1")) for _ in range(4)]
     assert sizes == [2, 2, 1, 0]
-    assert world.reverts == {f"k{n}": 1 for n in range(5)}
+    assert world.reverts == {key(r): 1 for r in runs}
     assert {status(rl, r) for r in runs} == {"complete"}
 
 
 def test_a_sweep_works_at_most_the_groups_per_run(
-    make_runledger: Factory, world: World, clock: Any
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     rl = make_runledger(cleanup_groups_per_run=2)
-    run = rl.ledger.start_run("many steps")
-    for n in range(5):
-        spawn(rl, run, [f"c{n}a", f"c{n}b"], key=f"k{n}", step=f"s{n}")
-    rl.ledger.complete_run(run)
+    run = ended(rl, *(makes(f"s{n}", f"c{n}a", f"c{n}b") for n in range(5)), name="many steps")
     calls = []
     for _ in range(3):
         rl.cleanup.sweep("w1")
         calls.append(sum(world.reverts.values()))
     assert calls == [2, 4, 5]
-    assert world.reverts == {f"k{n}": 1 for n in range(5)}
+    assert world.reverts == {key(run, f"s{n}"): 1 for n in range(5)}
     assert status(rl, run) == "complete"

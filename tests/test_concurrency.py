@@ -18,8 +18,19 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from tests.conftest import drop_pg_url, new_pg_url
+from tests.playing import (
+    PlayWorld,
+    complete,
+    ended,
+    entry_of,
+    fails,
+    key,
+    made,
+    makes,
+    placeholder,
+    play,
+)
 from tests.procs import ACTION, MODULE, Workers, read_calls, sweep_until_done
-from tests.world import World
 
 Factory = Callable[..., Runledger]
 
@@ -35,36 +46,34 @@ class Prepared:
 
 
 def prepare_terminal_runs(rl: Runledger, runs: int, steps: int, per_step: int) -> Prepared:
-    """Runs of ``steps`` answered steps each, every third with one dispatch whose answer was
-    lost; they end by completion, abort and cancellation with cleanup, in turn."""
-    made = Prepared()
+    """Runs of ``steps`` answered steps each, every third with one more dispatch whose answer
+    was lost; they end by abort (those: a step whose answer was lost is not done, so its run
+    cannot complete), completion and cancellation with cleanup, in turn."""
+    made_ = Prepared()
     for number in range(runs):
-        run = rl.ledger.start_run(f"run {number}")
-        made.runs.append(run)
-        for step in range(steps):
-            key = f"{run}-s{step}"
-            placeholder = rl.ledger.record_placeholder(run, f"s{step}", MODULE, ACTION, key)
-            named = [{"kind": "creature", "ref": f"{key}-c{i}"} for i in range(per_step)]
-            made.entries += rl.ledger.supersede(placeholder, named)
-            made.keys.append(key)
-            made.refs += [n["ref"] for n in named]
-        if number % 3 == 0:
-            key = f"{run}-lost"
-            made.entries.append(rl.ledger.record_placeholder(run, "lost", MODULE, ACTION, key))
-            made.keys.append(key)
-        if number % 3 == 0:
-            rl.ledger.complete_run(run)
-        elif number % 3 == 1:
+        refs = {f"s{s}": [f"r{number}-s{s}-c{i}" for i in range(per_step)] for s in range(steps)}
+        answered = [makes(step_id, *named, action=ACTION) for step_id, named in refs.items()]
+        lost = number % 3 == 0
+        run = play(rl, *answered, *([fails("lost", ACTION)] if lost else []), name=f"run {number}")
+        made_.runs.append(run)
+        for step_id, named in refs.items():
+            made_.entries += made(run, step_id, *named)
+            made_.keys.append(key(run, step_id))
+            made_.refs += named
+        if lost:
+            made_.entries.append(placeholder(run, "lost"))
+            made_.keys.append(key(run, "lost"))
             rl.ledger.abort_run(run, "a step could not succeed")
+        elif number % 3 == 1:
+            complete(rl, run)
         else:
             rl.ledger.cancel_run(run, "alice", cleanup=True)
-    return made
+    return made_
 
 
 def assert_all_given_back_once(rl: Runledger, made: Prepared) -> None:
     rl.projector.catch_up()
-    entries = [rl.app.repository.get(e) for e in made.entries]
-    assert all(isinstance(e, Resource) for e in entries)
+    entries = [entry_of(rl, e) for e in made.entries]
     assert Counter(e.state for e in entries) == {"reverted": len(made.entries)}
     assert {e.attempts for e in entries} == {1}
     statuses = rl.queries.runs(made.runs, rl.clock(), rl.settings.max_revert_attempts)
@@ -74,7 +83,7 @@ def assert_all_given_back_once(rl: Runledger, made: Prepared) -> None:
 def test_two_threads_sweeping_the_same_runs_give_each_entry_back_exactly_once(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = World()
+    world = PlayWorld()
     world.install(registry, ACTION)
     workers = [make_runledger(), make_runledger()]
     made = prepare_terminal_runs(workers[0], runs=20, steps=2, per_step=5)
@@ -95,23 +104,18 @@ def test_two_threads_sweeping_the_same_runs_give_each_entry_back_exactly_once(
 
 
 def one_terminal_run_of_two(rl: Runledger) -> tuple[UUID, list[UUID]]:
-    run = rl.ledger.start_run("interrupted")
-    placeholder = rl.ledger.record_placeholder(run, "s", MODULE, ACTION, "k")
-    named = [{"kind": "creature", "ref": "c1"}, {"kind": "creature", "ref": "c2"}]
-    entries = rl.ledger.supersede(placeholder, named)
-    rl.ledger.complete_run(run)
-    return run, entries
+    run = ended(rl, makes("s", "c1", "c2", action=ACTION), name="interrupted")
+    return run, made(run, "s", "c1", "c2")
 
 
 def states(rl: Runledger, ids: list[UUID]) -> list[tuple[str, int]]:
-    loaded = [rl.app.repository.get(i) for i in ids]
-    return [(e.state, e.attempts) for e in loaded if isinstance(e, Resource)]
+    return [(e.state, e.attempts) for e in (entry_of(rl, i) for i in ids)]
 
 
 def test_an_expiry_landing_while_a_revert_is_out_keeps_the_other_entries_verdicts(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = World()
+    world = PlayWorld()
     world.install(registry, ACTION)
     rl, module_side = make_runledger(), make_runledger()
     run, entries = one_terminal_run_of_two(rl)
@@ -124,7 +128,7 @@ def test_an_expiry_landing_while_a_revert_is_out_keeps_the_other_entries_verdict
     rl.cleanup.sweep("w1")
 
     assert states(rl, entries) == [("expired", 1), ("reverted", 1)]
-    assert world.reverts == {"k": 1}
+    assert world.reverts == {key(run, "s"): 1}
     status = rl.queries.run(run, rl.clock(), rl.settings.max_revert_attempts)
     assert status is not None and status.cleanup_status == "complete"
     calls = [line for line in rl.queries.log(run) if line.kind.startswith("cleanup.")]
@@ -137,7 +141,7 @@ def test_an_expiry_landing_while_a_revert_is_out_keeps_the_other_entries_verdict
 def test_the_summary_of_a_pass_an_expiry_interrupted_counts_only_what_really_remains(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = World()
+    world = PlayWorld()
     world.install(registry, ACTION)
     rl, module_side = make_runledger(), make_runledger()
     run, _ = one_terminal_run_of_two(rl)
@@ -158,7 +162,7 @@ def test_the_summary_of_a_pass_an_expiry_interrupted_counts_only_what_really_rem
 def test_an_orphaning_landing_while_a_revert_is_out_leaves_the_entry_to_the_worker(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = World()
+    world = PlayWorld()
     world.install(registry, ACTION)
     rl, module_side = make_runledger(), make_runledger()
     run, entries = one_terminal_run_of_two(rl)
@@ -190,7 +194,9 @@ def pg_store(pg_admin: str) -> Iterator[str]:
 def test_four_processes_sweeping_one_postgres_store_give_each_entry_back_exactly_once(
     pg_store: str, tmp_path: Path
 ) -> None:
-    with bootstrap(Settings(database_url=pg_store), Registry()) as rl:
+    registry = Registry()
+    PlayWorld().install(registry, ACTION)
+    with bootstrap(Settings(database_url=pg_store), registry) as rl:
         made = prepare_terminal_runs(rl, runs=30, steps=2, per_step=5)
     calls = tmp_path / "calls.jsonl"
     workers = Workers(tmp_path)
@@ -211,12 +217,10 @@ def test_four_processes_sweeping_one_postgres_store_give_each_entry_back_exactly
 
 @pytest.mark.slow
 def test_of_four_processes_racing_to_claim_one_entry_exactly_one_wins(
-    rl: Runledger, store_url: str, tmp_path: Path
+    rl: Runledger, world: PlayWorld, store_url: str, tmp_path: Path
 ) -> None:
-    run = rl.ledger.start_run("contested")
-    placeholder = rl.ledger.record_placeholder(run, "s", MODULE, ACTION, "contested-key")
-    [entry_id] = rl.ledger.supersede(placeholder, [{"kind": "creature", "ref": "c1"}])
-    rl.ledger.complete_run(run)
+    run = ended(rl, makes("s", "c1", action=ACTION), name="contested")
+    [entry_id] = made(run, "s", "c1")
     workers = Workers(tmp_path)
     try:
         for number in range(4):
@@ -228,8 +232,7 @@ def test_of_four_processes_racing_to_claim_one_entry_exactly_one_wins(
 
     winners = [a["worker"] for a in answers if a["won"]]
     assert len(winners) == 1
-    entry = rl.app.repository.get(entry_id)
-    assert isinstance(entry, Resource)
+    entry = entry_of(rl, entry_id)
     assert (entry.attempts, entry.claim_worker) == (1, winners[0])
     claims = [e for e in rl.app.events.get(entry_id) if isinstance(e, Resource.RevertClaimed)]
     assert len(claims) == 1

@@ -111,7 +111,7 @@ def test_an_unknown_lease_is_refused_at_start_and_at_dispatch(rl: Runledger, gam
         rl.runs.start(document)
     assert str(refused.value) == 'phases.0.steps.0: no module registers the lease "fog"'
     assert written(rl) == before
-    run = rl.ledger.start_run("by hand")
+    run = rl.runs.start(spec(phase("p1", step("guard", SPAWN))))
     answer = rl.runs.core_lease.perform(
         {"lease": "fog", "target": "plaza", "value": "thick", "duration_s": 60},
         idempotency_key=f"{run}:fog",
@@ -387,8 +387,13 @@ def test_two_processes_racing_for_each_target_on_postgresql_exactly_one_wins(
     pg_url: str, tmp_path: Path
 ) -> None:
     targets = [f"zone-{n}" for n in range(20)]
-    with bootstrap(Settings(database_url=pg_url), Registry()) as rl:
-        runs = [rl.ledger.start_run(f"racer {n}") for n in range(2)]
+    registry = Registry()
+    Game().install(registry, SPAWN)
+    with bootstrap(Settings(database_url=pg_url), registry) as rl:
+        runs = [
+            rl.runs.start(spec(phase("p1", step("guard", SPAWN)), name=f"racer {n}"))
+            for n in range(2)
+        ]
         answers = race(tmp_path, pg_url, runs, targets)
         winners: dict[str, UUID] = {}
         for run, answered in zip(runs, answers, strict=True):

@@ -188,7 +188,12 @@ def test_a_runner_beats_every_tick_and_leaves_when_stopped_or_interrupted(
         thread.join(10)
     assert listed(rl)["steady"].state == "stopped" and runner.runner_id is None
     crashing = Crashing(
-        rl.runs, rl.cleanup, rl.reconciler, "crashing", fleet=rl.fleet, loaded=rl.loaded
+        runs=rl.runs,
+        cleanup=rl.cleanup,
+        reconciler=rl.reconciler,
+        worker="crashing",
+        fleet=rl.fleet,
+        loaded=rl.loaded,
     )
     with pytest.raises(KeyboardInterrupt):
         crashing.run(0.0, threading.Event())

@@ -1,9 +1,10 @@
 """What operators do with the history — replay, rebuild and step — on SQLite and PostgreSQL.
 
 The festival is one run scripted through the ledger, the reconciler and the cleanup against the
-World, with freezegun setting a distinct time for each act, so that every entry state appears
-and "as of" can name a moment between two acts. At four such moments the festival also reads
-what the live projections said then (the console's view); a replay as of that moment must agree.
+World, with the test's clock setting a distinct time for each act, so that every entry state
+appears and "as of" can name a moment between two acts. At four such moments the festival also
+reads what the live projections said then (the console's view); a replay as of that moment must
+agree.
 """
 
 from __future__ import annotations
@@ -14,33 +15,32 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from freezegun import freeze_time
-from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.history import ReplayLine
+from runledger.application.services.leases import CORE_LEASE
 from runledger.application.services.reconcile import EXPIRED_REASON, ORPHANED_REASON
-from runledger.domain.resource import Resource
+from runledger.domain.resource import LEASE_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.step import Step
 from runledger.projections.postgres import PostgresBackend
 from runledger.projections.projector import all_views
 from runledger.projections.rebuild import rebuild
+from tests.by_hand import keep
+from tests.game import START, Clock
+from tests.playing import BUILD, SPAWN, ZONE, PlayWorld, answering, made, makes, play, start
 from tests.test_cli import run_cli
-from tests.world import World
 
-START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-SPAWN, ZONE, BUILD = "world.spawn", "world.zone", "world.build"
 DRIFT = 'the value is now "hail" rather than what this run applied, so it was left alone'
 CURSED = "the keep's foundations are cursed"
 LEASE = "override:weather#plaza"
@@ -67,24 +67,6 @@ class Festival:
         return f"@step:{self.run}:{step}"
 
 
-@pytest.fixture
-def clock() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(START) as frozen:
-        assert isinstance(frozen, FrozenDateTimeFactory)
-        yield frozen
-
-
-@pytest.fixture
-def world(registry: Registry) -> World:
-    world = World()
-    world.install(registry, SPAWN, ZONE, BUILD)
-    return world
-
-
-def answering(value: Any) -> Any:
-    return lambda *_: value
-
-
 def what_the_console_shows(rl: Runledger, run: UUID) -> tuple[States, str]:
     rl.projector.catch_up()
     states = {e.name: (e.status, e.attempts) for e in rl.queries.entries(run)}
@@ -98,22 +80,42 @@ def cleanup_status(rl: Runledger, run: UUID) -> str:
     return row.cleanup_status
 
 
-def stage_festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) -> Festival:
+def started_by_hand(rl: Runledger, name: str) -> UUID:
+    """A run as runledger 0.1 recorded one: no spec, so no steps; its entries ledgered by hand.
+    A store written then holds such runs, and their history must still read."""
+    run = Run.start(uuid4(), name, rl.clock())
+    rl.app.save(run)
+    return run.id
+
+
+def completed_by_hand(rl: Runledger, run_id: UUID) -> None:
+    """A run without a spec completes when its recorder says so: no phase of its says when."""
+    run = rl.ledger.get_run(run_id)
+    run.complete(rl.clock())
+    rl.app.save(run)
+
+
+def stage_festival(rl: Runledger, world: PlayWorld, clock: Clock) -> Festival:
     """Every state an entry can pass through, each act at its own minute past noon.
 
     spawn: a placeholder superseded by c1 (reverted) and c2 (a retry failure, then kept by bob);
     zones: z1 expired by the module, z2 orphaned by a reconcile and then reverted; a lease that
     drifted; s1 failed terminally; both reset by alice's manual cleanup and then reverted; lost: a
     placeholder whose answer never came back, given back by its key.
+
+    No run from a spec passes through all of these (a run completes only once each step's
+    placeholder is superseded; a lease is ledgered beside its step's placeholder; a person keeps
+    entries only by cancelling a running run), so the festival is recorded by hand, as runledger
+    0.1 recorded runs: the ledger's own calls for its dispatches, the aggregates for the rest.
     """
-    festival = Festival(rl.ledger.start_run("festival"))
+    festival = Festival(started_by_hand(rl, "festival"))
     run, ids = festival.run, festival.ids
 
     def spawn_answer(resources: list[dict[str, Any]], key: str) -> Any:
         if resources:  # the sweep's first call: its group's claims are held, none judged
-            clock.tick(15)
+            clock.advance(15)
             festival.console[MID_SWEEP] = what_the_console_shows(rl, run)
-            clock.tick(15)
+            clock.advance(15)
         return {"ok": True, "failed": ["c2"]}
 
     world.answer(SPAWN, spawn_answer)
@@ -140,17 +142,21 @@ def stage_festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) ->
         [{"kind": "zone", "ref": "z1", "until": minute(20)}, {"kind": "zone", "ref": "z2"}],
     )
     clock.move_to(minute(5))
-    ids[LEASE] = rl.ledger.record_lease(
-        run,
+    lease = Resource(
+        run_id=run,
         step="weather",
+        kind=LEASE_KIND,
+        ref="weather#plaza",
         module="world",
-        lease_id="weather",
-        target="plaza",
-        baseline="clear",
-        applied="storm",
-        until=minute(65),
+        action=CORE_LEASE,
         idempotency_key=f"{run}:weather",
+        payload={"baseline": "clear", "applied": "storm"},
+        member_key=None,
+        until=minute(65),
+        at=clock(),
     )
+    rl.app.save(lease)
+    ids[LEASE] = lease.id
     dispatch(6, "build", BUILD, [{"kind": "structure", "ref": "s1"}])
     dispatch(7, "lost", SPAWN, None)  # its answer never came back
     clock.move_to(minute(10))
@@ -160,13 +166,13 @@ def stage_festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) ->
     clock.move_to(MID_RUN)
     festival.console[MID_RUN] = what_the_console_shows(rl, run)
     clock.move_to(minute(30))
-    rl.ledger.complete_run(run)
+    completed_by_hand(rl, run)
     clock.move_to(minute(40))
     rl.cleanup.sweep("w1")
     clock.move_to(AFTER_SWEEP)
     festival.console[AFTER_SWEEP] = what_the_console_shows(rl, run)
     clock.move_to(minute(50))
-    rl.ledger.keep(ids["creature:c2"], "bob")
+    keep(rl, ids["creature:c2"], "bob")
     clock.move_to(AFTER_KEEP)
     festival.console[AFTER_KEEP] = what_the_console_shows(rl, run)
     clock.move_to(minute(60))
@@ -178,7 +184,7 @@ def stage_festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) ->
 
 
 @pytest.fixture
-def festival(rl: Runledger, world: World, clock: FrozenDateTimeFactory) -> Festival:
+def festival(rl: Runledger, world: PlayWorld, clock: Clock) -> Festival:
     return stage_festival(rl, world, clock)
 
 
@@ -432,7 +438,7 @@ def test_the_replay_command_prints_the_audit_trail_and_as_of_json(
 
 
 def test_a_replay_of_a_run_from_a_spec_shows_its_steps_events_too(
-    rl: Runledger, registry: Registry, clock: FrozenDateTimeFactory
+    rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
     run = plant_a_garden(rl, registry, clock)
     replay = rl.history.replay(run)
@@ -447,7 +453,7 @@ def test_a_replay_of_a_run_from_a_spec_shows_its_steps_events_too(
 # --- rebuild -----------------------------------------------------------------------------------
 
 
-def plant_a_garden(rl: Runledger, registry: Registry, clock: FrozenDateTimeFactory) -> UUID:
+def plant_a_garden(rl: Runledger, registry: Registry, clock: Clock) -> UUID:
     """A run from a spec, so that the steps view has rows too."""
     registry.module("garden").action(
         "garden.plant",
@@ -469,11 +475,11 @@ def plant_a_garden(rl: Runledger, registry: Registry, clock: FrozenDateTimeFacto
             ],
         }
     )
-    clock.tick(60)
+    clock.advance(60)
     rl.runs.advance_leg("w1")
-    clock.tick(60)
+    clock.advance(60)
     rl.ledger.abort_run(run, "rain")
-    clock.tick(60)
+    clock.advance(60)
     rl.cleanup.sweep("w1")
     return run
 
@@ -526,7 +532,7 @@ def head(rl: Runledger) -> int:
 
 
 def test_a_rebuild_from_position_zero_gives_equal_tables(
-    rl: Runledger, festival: Festival, registry: Registry, clock: FrozenDateTimeFactory
+    rl: Runledger, festival: Festival, registry: Registry, clock: Clock
 ) -> None:
     plant_a_garden(rl, registry, clock)
     rl.fleet.leave(rl.fleet.join("gardener", ["garden"], ["garden.plant"], []))
@@ -694,7 +700,7 @@ def test_a_rebuild_killed_midway_leaves_the_live_tables_serving_and_can_run_agai
     assert dump(rl) == before
     found = rl.queries.run(last, rl.clock(), 3)
     assert found is not None and (found.entries, found.cleanup_status) == (999, "pending")
-    rl.ledger.complete_run(last)
+    completed_by_hand(rl, last)
     rl.projector.catch_up()
     ended = rl.queries.run(last, rl.clock(), 3)  # the live projector goes on too
     assert ended is not None and ended.status == "completed"
@@ -710,8 +716,7 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
 ) -> None:
     rl.projector.catch_up()
     level = head(rl)
-    rl.ledger.start_run("late")
-    rl.ledger.start_run("later")
+    start(rl, makes("spawn", "c9"), name="late")  # two events: the run started, its step planned
     env = {"RUNLEDGER_DATABASE_URL": store_url}
     listed = run_cli("projections", cwd=tmp_path, env=env)
     assert listed.returncode == 0, listed.stdout + listed.stderr
@@ -821,9 +826,7 @@ def test_stepping_to_version_zero_is_refused_as_no_such_version(
 def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_an_ambiguous_one(
     rl: Runledger, festival: Festival, store_url: str, tmp_path: Path
 ) -> None:
-    other = rl.ledger.start_run("rematch")
-    held = rl.ledger.record_placeholder(other, "spawn", "world", SPAWN, f"{other}:spawn")
-    [again] = rl.ledger.supersede(held, [{"kind": "creature", "ref": "c1"}])
+    [again] = made(play(rl, makes("spawn", "c1"), name="rematch"), "spawn", "c1")
     env = {"RUNLEDGER_DATABASE_URL": store_url}
     shown = run_cli("step", "weather#plaza", "--at", "3", "--json", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stdout + shown.stderr

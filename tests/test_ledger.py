@@ -1,74 +1,72 @@
-"""Recording, superseding, claiming and rebuilding, on an SQLite file and on PostgreSQL."""
+"""Recording, superseding, claiming and rebuilding, on an SQLite file and on PostgreSQL.
+
+The ledger's own calls are made here as a dispatch makes them, on runs started from a spec
+whose steps the World answers (tests.playing).
+"""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
 from eventsourcing.persistence import IntegrityError
-from freezegun import freeze_time
-from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, NotFound
-from runledger.application.modules.protocol import Registry
+from runledger.application.services.leases import CORE_LEASE
 from runledger.domain.errors import NotAPlaceholder, RunNotRunning
 from runledger.domain.resource import Resource
 from runledger.projections.backend import TABLES
+from tests import playing
+from tests.by_hand import claim, keep
+from tests.game import Clock, step
+from tests.playing import (
+    BUILD,
+    SPAWN,
+    PlayWorld,
+    complete,
+    ended,
+    entry_of,
+    fails,
+    key,
+    leases,
+    made,
+    makes,
+    override,
+    play,
+    start,
+)
 from tests.reading import entry, written
-from tests.world import World, throw
-
-NOW = "2026-12-02 12:00:00"
-SPAWN = "world.spawn"
+from tests.world import throw
 
 Factory = Callable[..., Runledger]
-
-
-@pytest.fixture
-def clock() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(NOW) as frozen:
-        yield frozen
-
-
-@pytest.fixture
-def world(registry: Registry) -> World:
-    world = World()
-    world.install(registry, SPAWN)
-    return world
 
 
 def events_of(rl: Runledger, aggregate_id: UUID) -> list[str]:
     return [type(e).__name__ for e in rl.app.events.get(aggregate_id)]
 
 
+def festival(rl: Runledger) -> UUID:
+    """A running run whose one step has not been dispatched yet."""
+    return start(rl, makes("spawn", "c1"))
+
+
 def placeholder(rl: Runledger, run: UUID, key: str = "k1", step: str = "spawn") -> UUID:
     return rl.ledger.record_placeholder(run, step, "world", SPAWN, key)
-
-
-def lease(rl: Runledger, run: UUID) -> UUID:
-    return rl.ledger.record_lease(
-        run,
-        step="weather",
-        module="world",
-        lease_id="weather",
-        target="plaza",
-        baseline="clear",
-        applied="storm",
-        until=rl.clock() + timedelta(hours=1),
-        idempotency_key="lease-plaza",
-    )
 
 
 # --- recording ---------------------------------------------------------------------------------
 
 
-def test_recording_a_placeholder_twice_is_a_no_op(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
+def test_recording_a_placeholder_twice_is_a_no_op(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    run = festival(rl)
     first = placeholder(rl, run)
     before = written(rl)
     assert placeholder(rl, run) == first
@@ -78,29 +76,34 @@ def test_recording_a_placeholder_twice_is_a_no_op(rl: Runledger, clock: Any) -> 
     assert [e.entry_id for e in rl.queries.entries(run)] == [first]
 
 
-def test_recording_a_lease_twice_is_a_no_op(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
-    first = lease(rl, run)
-    assert lease(rl, run) == first
+def test_recording_a_lease_twice_is_a_no_op(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+    lease = leases()
+    run = play(rl, lease)
+    first = override(run)
+    # The dispatch's answer again, as a runner that lost the first one's save would record it.
+    again = rl.runs.core_lease.perform(lease["params"], key(run, "weather"), str(run))
+    assert rl.ledger.supersede(playing.placeholder(run, "weather"), again["resources"]) == [first]
     assert events_of(rl, first) == ["Recorded"]
     row = entry(rl, first)
     assert (row.kind, row.ref, row.action) == ("override", "weather#plaza", "core.lease")
     assert row.payload == {"baseline": "clear", "applied": "storm"}
 
 
-def test_a_placeholder_of_another_step_or_key_is_another_entry(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
+def test_a_placeholder_of_another_step_or_key_is_another_entry(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    run = festival(rl)
     ids = {placeholder(rl, run), placeholder(rl, run, key="k2"), placeholder(rl, run, step="s2")}
     assert len(ids) == 3
 
 
 @pytest.mark.parametrize("end", ["complete", "cancel", "abort"])
 def test_recording_on_an_ended_run_is_refused_and_writes_nothing(
-    rl: Runledger, clock: Any, end: str
+    rl: Runledger, world: PlayWorld, clock: Clock, end: str
 ) -> None:
-    run = rl.ledger.start_run("festival")
+    run = play(rl, makes("spawn", "c1"))
     if end == "complete":
-        rl.ledger.complete_run(run)
+        complete(rl, run)
     elif end == "cancel":
         rl.ledger.cancel_run(run, "alice", cleanup=True)
     else:
@@ -108,23 +111,22 @@ def test_recording_on_an_ended_run_is_refused_and_writes_nothing(
     before = written(rl)
     with pytest.raises(RunNotRunning):
         placeholder(rl, run)
-    with pytest.raises(RunNotRunning):
-        lease(rl, run)
+    with pytest.raises(RunNotRunning):  # a lease step's dispatch records its placeholder first
+        rl.ledger.record_placeholder(run, "weather", "world", CORE_LEASE, key(run, "weather"))
     assert written(rl) == before
 
 
-def test_recording_on_an_unknown_run_is_not_found(rl: Runledger, clock: Any) -> None:
+def test_recording_on_an_unknown_run_is_not_found(rl: Runledger, clock: Clock) -> None:
     with pytest.raises(NotFound):
         placeholder(rl, uuid4())
     assert written(rl) == 0
 
 
-def test_a_run_ends_only_once(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
-    rl.ledger.complete_run(run)
+def test_a_run_ends_only_once(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+    run = ended(rl, makes("spawn", "c1"))
     before = written(rl)
     for end in (
-        lambda: rl.ledger.complete_run(run),
+        lambda: complete(rl, run),
         lambda: rl.ledger.abort_run(run, "late"),
         lambda: rl.ledger.cancel_run(run, "alice", cleanup=False),
     ):
@@ -137,9 +139,9 @@ def test_a_run_ends_only_once(rl: Runledger, clock: Any) -> None:
 
 
 def test_supersede_records_the_named_resources_and_retires_the_placeholder(
-    rl: Runledger, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("festival")
+    run = festival(rl)
     held = placeholder(rl, run)
     before = written(rl)
     until = rl.clock() + timedelta(minutes=5)
@@ -186,9 +188,9 @@ def test_supersede_records_the_named_resources_and_retires_the_placeholder(
     ids=repr,
 )
 def test_supersede_is_atomic_a_malformed_resource_writes_nothing(
-    rl: Runledger, clock: Any, bad: Any
+    rl: Runledger, world: PlayWorld, clock: Clock, bad: Any
 ) -> None:
-    run = rl.ledger.start_run("festival")
+    run = festival(rl)
     held = placeholder(rl, run)
     before = written(rl)
     with pytest.raises(BadRequest):
@@ -199,14 +201,16 @@ def test_supersede_is_atomic_a_malformed_resource_writes_nothing(
     assert [e.entry_id for e in rl.queries.entries(run)] == [held]
 
 
-def test_supersede_at_the_longest_names_allowed_is_accepted(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
+def test_supersede_at_the_longest_names_allowed_is_accepted(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    run = festival(rl)
     [long] = rl.ledger.supersede(placeholder(rl, run), [{"kind": "k" * 64, "ref": "r" * 190}])
     assert (entry(rl, long).kind, entry(rl, long).ref) == ("k" * 64, "r" * 190)
 
 
-def test_supersede_twice_is_a_no_op(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
+def test_supersede_twice_is_a_no_op(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+    run = festival(rl)
     held = placeholder(rl, run)
     named = [{"kind": "creature", "ref": "c1"}, {"kind": "creature", "ref": "c2"}]
     first = rl.ledger.supersede(held, named)
@@ -218,18 +222,18 @@ def test_supersede_twice_is_a_no_op(rl: Runledger, clock: Any) -> None:
 
 
 def test_a_dispatch_that_named_nothing_just_retires_its_placeholder(
-    rl: Runledger, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("festival")
+    run = festival(rl)
     held = placeholder(rl, run)
     assert rl.ledger.supersede(held, []) == []
     assert entry(rl, held).status == "superseded"
 
 
 def test_a_dispatch_that_names_one_resource_twice_records_it_once(
-    rl: Runledger, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("festival")
+    run = festival(rl)
     held = placeholder(rl, run)
     twice = [{"kind": "creature", "ref": "c1"}, {"kind": "creature", "ref": "c1"}]
     ids = rl.ledger.supersede(held, twice)
@@ -238,8 +242,10 @@ def test_a_dispatch_that_names_one_resource_twice_records_it_once(
     assert entry(rl, held).status == "superseded"
 
 
-def test_a_named_resource_until_without_a_timezone_is_refused(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
+def test_a_named_resource_until_without_a_timezone_is_refused(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    run = festival(rl)
     held = placeholder(rl, run)
     before = written(rl)
     with pytest.raises(BadRequest):
@@ -247,8 +253,10 @@ def test_a_named_resource_until_without_a_timezone_is_refused(rl: Runledger, clo
     assert written(rl) == before
 
 
-def test_only_a_placeholder_can_be_superseded(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
+def test_only_a_placeholder_can_be_superseded(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    run = festival(rl)
     [c1] = rl.ledger.supersede(placeholder(rl, run), [{"kind": "creature", "ref": "c1"}])
     before = written(rl)
     with pytest.raises(NotAPlaceholder):
@@ -259,9 +267,9 @@ def test_only_a_placeholder_can_be_superseded(rl: Runledger, clock: Any) -> None
 
 
 def test_a_late_answer_after_the_run_ended_is_still_ledgered_and_given_back(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("festival")
+    run = festival(rl)
     held = placeholder(rl, run)
     rl.ledger.abort_run(run, "the phase timed out")
     [c1] = rl.ledger.supersede(held, [{"kind": "creature", "ref": "c1"}])
@@ -271,14 +279,14 @@ def test_a_late_answer_after_the_run_ended_is_still_ledgered_and_given_back(
 
 
 def test_a_late_answer_after_a_cancel_without_cleanup_is_kept_in_the_same_name(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("festival")
+    run = festival(rl)
     held = placeholder(rl, run)
     assert rl.ledger.cancel_run(run, "alice", cleanup=False) == 1
     [c1] = rl.ledger.supersede(held, [{"kind": "creature", "ref": "c1"}])
     assert (entry(rl, held).status, entry(rl, c1).status) == ("kept", "kept")
-    assert [e.by for e in rl.app.events.get(c1) if type(e).__name__ == "Kept"] == ["alice"]
+    assert [e.by for e in rl.app.events.get(c1) if isinstance(e, Resource.Kept)] == ["alice"]
     rl.cleanup.sweep("w1")
     assert world.reverts == {}
     rl.projector.catch_up()
@@ -287,13 +295,16 @@ def test_a_late_answer_after_a_cancel_without_cleanup_is_kept_in_the_same_name(
 
 
 def test_a_late_answer_after_its_placeholder_was_given_back_is_given_back_too(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     calls: list[list[str]] = []
-    world.answer(
-        SPAWN, lambda resources, key: calls.append([r["ref"] for r in resources]) or {"ok": True}
-    )
-    run = rl.ledger.start_run("festival")
+
+    def revert(resources: list[dict[str, Any]], idempotency_key: str) -> Any:
+        calls.append([r["ref"] for r in resources])
+        return {"ok": True}
+
+    world.answer(SPAWN, revert)
+    run = festival(rl)
     held = placeholder(rl, run)
     rl.ledger.abort_run(run, "the phase timed out")
     rl.cleanup.sweep("w1")
@@ -307,12 +318,12 @@ def test_a_late_answer_after_its_placeholder_was_given_back_is_given_back_too(
 # --- claims ------------------------------------------------------------------------------------
 
 
-def test_of_two_claims_on_stale_copies_exactly_one_wins(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
-    [c1] = rl.ledger.supersede(placeholder(rl, run), [{"kind": "creature", "ref": "c1"}])
-    rl.ledger.complete_run(run)
+def test_of_two_claims_on_stale_copies_exactly_one_wins(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    [c1] = made(ended(rl, makes("spawn", "c1")), "spawn", "c1")
     now = rl.clock()
-    mine, theirs = rl.app.repository.get(c1), rl.app.repository.get(c1)
+    mine, theirs = entry_of(rl, c1), entry_of(rl, c1)
     mine.claim_revert("w1", now, now + timedelta(seconds=40), 3)
     theirs.claim_revert("w2", now, now + timedelta(seconds=40), 3)
     rl.app.save(mine)
@@ -324,32 +335,29 @@ def test_of_two_claims_on_stale_copies_exactly_one_wins(rl: Runledger, clock: An
 
 
 def test_a_claim_loses_to_a_live_claim_and_wins_once_it_expires(
-    rl: Runledger, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("festival")
-    [c1] = rl.ledger.supersede(placeholder(rl, run), [{"kind": "creature", "ref": "c1"}])
+    [c1] = made(play(rl, makes("spawn", "c1")), "spawn", "c1")
     expires = rl.clock() + timedelta(seconds=40)
-    assert rl.ledger.claim(c1, "w1", expires, 3)
-    assert not rl.ledger.claim(c1, "w2", expires, 3)
-    clock.tick(40)
-    assert rl.ledger.claim(c1, "w2", rl.clock() + timedelta(seconds=40), 3)
+    assert claim(rl, c1, "w1", expires, 3)
+    assert not claim(rl, c1, "w2", expires, 3)
+    clock.advance(40)
+    assert claim(rl, c1, "w2", rl.clock() + timedelta(seconds=40), 3)
     row = entry(rl, c1)
     assert (row.claim_worker, row.attempts) == ("w2", 2)
 
 
 def test_racing_claims_from_two_processes_have_exactly_one_winner(
-    make_runledger: Factory, clock: Any
+    make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
     one, two = make_runledger(), make_runledger()
-    run = one.ledger.start_run("festival")
-    ids = one.ledger.supersede(
-        placeholder(one, run), [{"kind": "creature", "ref": f"c{n}"} for n in range(5)]
-    )
+    refs = [f"c{n}" for n in range(5)]
+    ids = made(play(one, makes("spawn", *refs)), "spawn", *refs)
     expires = one.clock() + timedelta(seconds=40)
     for target in ids:
         won = race(
-            lambda: one.ledger.claim(target, "a", expires, 3),  # noqa: B023
-            lambda: two.ledger.claim(target, "b", expires, 3),  # noqa: B023
+            lambda: claim(one, target, "a", expires, 3),  # noqa: B023
+            lambda: claim(two, target, "b", expires, 3),  # noqa: B023
         )
         assert sorted(won) == [False, True]
         assert events_of(one, target).count("RevertClaimed") == 1
@@ -372,14 +380,13 @@ def race(*attempts: Callable[[], bool]) -> list[bool]:
     return won
 
 
-def test_keep_resolves_one_entry_in_a_persons_name(rl: Runledger, clock: Any) -> None:
-    run = rl.ledger.start_run("festival")
-    [c1, c2] = rl.ledger.supersede(
-        placeholder(rl, run), [{"kind": "creature", "ref": "c1"}, {"kind": "creature", "ref": "c2"}]
-    )
-    rl.ledger.keep(c1, "alice")
+def test_keep_resolves_one_entry_in_a_persons_name(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    [c1, c2] = made(play(rl, makes("spawn", "c1", "c2")), "spawn", "c1", "c2")
+    keep(rl, c1, "alice")
     assert (entry(rl, c1).status, entry(rl, c2).status) == ("kept", "live")
-    assert [e.by for e in rl.app.events.get(c1) if type(e).__name__ == "Kept"] == ["alice"]
+    assert [e.by for e in rl.app.events.get(c1) if isinstance(e, Resource.Kept)] == ["alice"]
 
 
 # --- rebuild -----------------------------------------------------------------------------------
@@ -408,58 +415,39 @@ def rebuild_from_zero(rl: Runledger) -> None:
     rl.projector.catch_up()
 
 
-def a_busy_history(rl: Runledger, world: World, clock: FrozenDateTimeFactory) -> None:
+def a_busy_history(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
     """Every kind of event, written across many catch-ups."""
-    world.answer("world.build", throw)
+    world.answer(BUILD, throw)
     world.restore_answer = lambda baseline, expected, target: (
         {"drifted": True, "current": "hail"} if target == "market" else {"ok": True}
     )
-    done = rl.ledger.start_run("given back")
-    rl.ledger.supersede(placeholder(rl, done), [{"kind": "creature", "ref": "c1"}])
-    placeholder(rl, done, key="k-lost", step="lost")
-    lease(rl, done)
-    rl.ledger.complete_run(done)
-    failing = rl.ledger.start_run("failing")
-    rl.ledger.supersede(
-        rl.ledger.record_placeholder(failing, "b", "world", "world.build", "kb"),
-        [{"kind": "wall", "ref": "w1", "payload": {"n": [1, 2]}}],
-    )
-    rl.ledger.record_lease(
-        failing,
-        step="weather",
-        module="world",
-        lease_id="weather",
-        target="market",
-        baseline="clear",
-        applied="storm",
-        until=rl.clock() + timedelta(seconds=30),
-        idempotency_key="lease-market",
+    ended(rl, makes("spawn", "c1"), leases(), name="given back")
+    wall = {"kind": "wall", "ref": "w1", "payload": {"n": [1, 2]}}
+    failing = play(
+        rl,
+        step("b", BUILD, named=[wall]),
+        leases("market", for_s=30),
+        fails("lost"),
+        name="failing",
     )
     rl.ledger.abort_run(failing, "a step could not succeed")
-    kept = rl.ledger.start_run("kept")
-    rl.ledger.supersede(placeholder(rl, kept), [{"kind": "creature", "ref": "k1"}])
+    kept = play(rl, makes("spawn", "k1"), name="kept")
     rl.ledger.cancel_run(kept, "alice", cleanup=False)
-    zones = rl.ledger.start_run("zones")
-    rl.ledger.supersede(
-        placeholder(rl, zones, key="kz"),
-        [
-            {"kind": "zone", "ref": z, "until": rl.clock() + timedelta(seconds=10)}
-            for z in ("z1", "z2", "z3")
-        ],
-    )
+    until = rl.clock() + timedelta(seconds=10)
+    play(rl, makes("spawn", "z1", "z2", "z3", kind="zone", until=until), name="zones")
     rl.reconciler.expire("world", "zone", "z1")
-    clock.tick(5)
+    clock.advance(5)
     world.in_force[SPAWN] = {"ok": True, "in_force": ["z3"]}
     rl.reconciler.reconcile_module("world")
     for _ in range(3):
         rl.cleanup.sweep("w1")
-        clock.tick(1)
+        clock.advance(1)
     rl.cleanup.manual_cleanup(failing, "bob")
     rl.projector.catch_up()
 
 
 def test_a_rebuild_from_zero_equals_the_live_tables(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     a_busy_history(rl, world, clock)
     live = dump(rl)
@@ -473,7 +461,7 @@ def test_a_rebuild_from_zero_equals_the_live_tables(
 
 
 def test_a_rebuild_in_many_small_pages_equals_the_live_tables(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory, monkeypatch: pytest.MonkeyPatch
+    rl: Runledger, world: PlayWorld, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a_busy_history(rl, world, clock)
     live = dump(rl)

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+from uuid import UUID
 
 import pytest
 
 from runledger.application.bootstrap import Runledger
-from runledger.projections.queries import CANDIDATES
+from runledger.projections.queries import CANDIDATES, Queries
 from runledger.projections.rebuild import rebuild
 from runledger.projections.views.resources import ResourcesView
+from tests import by_hand
 from tests.conftest import Factory
+from tests.playing import PlayWorld, complete, dispatch_steps, makes, start
 
 
 def dump(rl: Runledger) -> dict[str, list[tuple[Any, ...]]]:
@@ -27,25 +31,54 @@ def dump(rl: Runledger) -> dict[str, list[tuple[Any, ...]]]:
     return found
 
 
-def ledger_a_run(rl: Runledger, name: str = "festival") -> Any:
-    run = rl.ledger.start_run(name)
-    placeholder = rl.ledger.record_placeholder(run, "spawn", "world", "world.spawn", f"{run}:k")
-    rl.ledger.supersede(placeholder, [{"kind": "creature", "ref": f"c{i}"} for i in range(3)])
-    rl.ledger.complete_run(run)
+def ledger_a_run(rl: Runledger, name: str = "festival") -> UUID:
+    """A completed run whose step made three things: four entries with its placeholder. Nothing
+    of it is projected yet (the advance leg would catch up first)."""
+    run = start(rl, makes("spawn", "c0", "c1", "c2"), name=name)
+    dispatch_steps(rl, run)
+    complete(rl, run)
     return run
 
 
-def test_a_reader_can_wait_for_a_write_another_process_made(make_runledger: Factory) -> None:
+def nothing() -> None:
+    """No catch-up."""
+
+
+def as_they_stand(rl: Runledger) -> Queries:
+    """The views read as they stand, without catching them up first."""
+    return Queries(rl.backend, fresh=nothing)
+
+
+def test_a_reader_can_wait_for_a_write_another_process_made(
+    make_runledger: Factory, world: PlayWorld
+) -> None:
     writer, reader = make_runledger(), make_runledger()
     run = ledger_a_run(writer)
     position = writer.app.recorder.max_notification_id()
-    assert reader.queries.run(run, reader.clock(), 3) is None
+    standing = as_they_stand(reader)
+    assert standing.run(run, reader.clock(), 3) is None
     reader.projector.wait_for(position, timeout=5)
-    found = reader.queries.run(run, reader.clock(), 3)
+    found = standing.run(run, reader.clock(), 3)
     assert found is not None and found.entries == 4
 
 
-def test_a_rebuild_from_position_zero_gives_identical_tables(rl: Runledger) -> None:
+def test_every_read_sees_what_was_saved_before_it_in_any_process(
+    make_runledger: Factory, world: PlayWorld
+) -> None:
+    writer, reader = make_runledger(), make_runledger()
+    run = ledger_a_run(writer)
+    found = reader.queries.run(run, reader.clock(), 3)
+    assert found is not None and found.entries == 4
+    (c0,) = [e for e in writer.queries.entries(run) if e.ref == "c0"]
+    by_hand.keep(writer, c0.entry_id, "alice")
+    assert reader.queries.entry(c0.entry_id) == replace(c0, status="kept", version=2)
+    joined = writer.fleet.join("elsewhere", ["world"], ["world.spawn"], [])
+    assert [r.runner_id for r in reader.fleet.listing(reader.clock())] == [joined]
+
+
+def test_a_rebuild_from_position_zero_gives_identical_tables(
+    rl: Runledger, world: PlayWorld
+) -> None:
     for name in ("a", "b", "c"):
         ledger_a_run(rl, name)
     rl.projector.catch_up()
@@ -57,7 +90,7 @@ def test_a_rebuild_from_position_zero_gives_identical_tables(rl: Runledger) -> N
 
 
 def test_rows_and_position_commit_together_or_not_at_all(
-    rl: Runledger, monkeypatch: pytest.MonkeyPatch
+    rl: Runledger, world: PlayWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger_a_run(rl)
     original = ResourcesView.process
@@ -77,16 +110,18 @@ def test_rows_and_position_commit_together_or_not_at_all(
     assert len(dump(rl)["rl_resources"]) == 4
 
 
-def test_catching_up_twice_applies_nothing_twice(make_runledger: Factory) -> None:
+def test_catching_up_twice_applies_nothing_twice(make_runledger: Factory, world: PlayWorld) -> None:
     first, second = make_runledger(), make_runledger()
     ledger_a_run(first)
     first.projector.catch_up()
     second.projector.catch_up()
-    assert len(dump(first)["rl_run_log"]) == 2
+    assert len(dump(first)["rl_run_log"]) == 3  # started, its step succeeded, completed
     assert dump(first) == dump(second)
 
 
-def test_the_sweeps_candidate_query_reads_the_open_entries_index(rl: Runledger) -> None:
+def test_the_sweeps_candidate_query_reads_the_open_entries_index(
+    rl: Runledger, world: PlayWorld
+) -> None:
     ledger_a_run(rl)
     rl.projector.catch_up()
     sqlite = rl.backend.placeholder() == "?"

@@ -14,7 +14,6 @@ from typing import Any, ClassVar, Protocol
 from uuid import UUID
 
 import pytest
-from freezegun.api import FrozenDateTimeFactory
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -29,20 +28,25 @@ from hypothesis.stateful import (
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
+from runledger.application.services.leases import CORE_LEASE
 from runledger.application.settings import Settings
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.resource import LEASE_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.status import CleanupStatus, cleanup_status
+from tests import playing
+from tests.by_hand import claim
 from tests.conftest import drop_pg_url, new_pg_url
-from tests.game import NO_BACKOFF
-from tests.world import World
+from tests.game import NO_BACKOFF, Clock, step
+from tests.playing import PlayWorld, dispatch_steps, entry_of, start
 
 START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 MAX_ATTEMPTS = 2
 MODULE = "world"
 ACTION = "world.spawn"
 LEASE = "weather"
+PLAYED = "play"
+"""The one step of every run's spec: dispatched when a rule completes the run."""
 VIEW_TABLES = {
     "rl_tracking": "name",
     "rl_runs": "run_id",
@@ -135,9 +139,9 @@ class LedgerMachine(RuleBasedStateMachine):
         except BaseException:
             self.stores.destroy(self.url)
             raise
-        self.clock = FrozenDateTimeFactory(START)
+        self.clock = Clock(START)
         self.verdict: Verdict = "done"
-        self.world = World(name=MODULE)
+        self.world = PlayWorld(name=MODULE)
         self.registry = Registry()
         self.world.install(self.registry, ACTION)
         self.world.answer(ACTION, lambda resources, _: revert_answer(self.verdict, resources))
@@ -171,9 +175,7 @@ class LedgerMachine(RuleBasedStateMachine):
         return [r for r, s in self.runs.items() if (s == "running") == running]
 
     def _load(self, ids: list[UUID]) -> list[Resource]:
-        loaded = [self.ledger.app.repository.get(i) for i in ids]
-        assert all(isinstance(e, Resource) for e in loaded)
-        return loaded
+        return [entry_of(self.ledger, i) for i in ids]
 
     def _entries_of(self, run_id: UUID) -> list[Resource]:
         return [e for e in self._load(self.entries) if e.run_id == run_id]
@@ -186,9 +188,19 @@ class LedgerMachine(RuleBasedStateMachine):
     @precondition(lambda self: len(self.runs) < 4)
     @rule()
     def start_a_run(self) -> None:
+        """A run from a spec of one step, its dispatch left to the run's completion: until then
+        every entry it has is one the rules below recorded."""
         number = self._next()
-        run_id = self.ledger.ledger.start_run(f"run {number}", UUID(int=number))
+        run_id = start(
+            self.ledger, step(PLAYED, ACTION), name=f"run {number}", run_id=UUID(int=number)
+        )
         self.runs[run_id] = "running"
+
+    def _complete(self, run_id: UUID) -> None:
+        """The run's step is dispatched (it names nothing), then a person ends its phase."""
+        dispatch_steps(self.ledger, run_id)
+        self.entries.append(playing.placeholder(run_id, PLAYED))
+        playing.complete(self.ledger, run_id)
 
     @precondition(lambda self: self._runs(running=True))
     @rule(
@@ -200,7 +212,7 @@ class LedgerMachine(RuleBasedStateMachine):
         """``tick`` is the sweep of the runner's tick that ended the run, if it ran."""
         run_id = data.draw(st.sampled_from(self._runs(running=True)))
         if how == "complete":
-            self.ledger.ledger.complete_run(run_id)
+            self._complete(run_id)
         elif how == "abort":
             self.ledger.ledger.abort_run(run_id, "a step could not succeed")
         else:
@@ -263,19 +275,18 @@ class LedgerMachine(RuleBasedStateMachine):
         self.entries += ids
 
     def _lease(self, run_id: UUID, seconds: int) -> None:
+        """A core.lease step's dispatch: its placeholder, superseded by the override applied."""
         number = self._next()
-        entry = self.ledger.ledger.record_lease(
-            run_id,
-            step=f"s{number}",
-            module=MODULE,
-            lease_id=LEASE,
-            target=f"t{number}",
-            baseline="clear",
-            applied="storm",
-            until=self.clock() + timedelta(seconds=seconds),
-            idempotency_key=f"k{number}",
+        held = self.ledger.ledger.record_placeholder(
+            run_id, f"s{number}", MODULE, CORE_LEASE, f"k{number}"
         )
-        self.entries.append(entry)
+        override = {
+            "kind": LEASE_KIND,
+            "ref": f"{LEASE}#t{number}",
+            "payload": {"baseline": "clear", "applied": "storm"},
+            "until": self.clock() + timedelta(seconds=seconds),
+        }
+        self.entries += [held, *self.ledger.ledger.supersede(held, [override])]
 
     @precondition(lambda self: self._runs(running=True))
     @rule(data=st.data(), untils=st.none() | UNTILS)
@@ -331,7 +342,10 @@ class LedgerMachine(RuleBasedStateMachine):
                 e.ref
                 for e in self._load(self.entries)
                 if e.retryable(now, MAX_ATTEMPTS)
-                and (self.runs[e.run_id] == "ended" or (e.is_lease and e.until <= now))
+                and (
+                    self.runs[e.run_id] == "ended"
+                    or (e.is_lease and e.until is not None and e.until <= now)
+                )
             ]
             assert owed == []
 
@@ -374,11 +388,11 @@ class LedgerMachine(RuleBasedStateMachine):
         expires = now + timedelta(seconds=40)
         for entry in chosen:
             claimable = entry.retryable(now, MAX_ATTEMPTS)
-            assert self.ledger.ledger.claim(entry.id, "ghost", expires, MAX_ATTEMPTS) == claimable
+            assert claim(self.ledger, entry.id, "ghost", expires, MAX_ATTEMPTS) == claimable
 
     @rule(seconds=st.sampled_from([1, 20, 45, 90, 600, 3600]))
     def time_passes(self, seconds: int) -> None:
-        self.clock.tick(timedelta(seconds=seconds))
+        self.clock.advance(seconds)
 
     # --- the world speaks -------------------------------------------------------------------
 
@@ -450,9 +464,15 @@ class LedgerMachine(RuleBasedStateMachine):
             assert (row.status, row.entries) == (run.status, len(mine))
             assert row.cleanup_status == expected_status(run, mine, now), run.name
         for entry in entries:
-            row = rl.queries.entry(entry.id)
-            assert row is not None
-            assert (row.status, row.attempts, row.terminal, row.claim_worker, row.version) == (
+            found = rl.queries.entry(entry.id)
+            assert found is not None
+            assert (
+                found.status,
+                found.attempts,
+                found.terminal,
+                found.claim_worker,
+                found.version,
+            ) == (
                 entry.state,
                 entry.attempts,
                 entry.terminal,

@@ -1,52 +1,49 @@
-"""Reconcile and expiry through the application, on an SQLite file and on PostgreSQL."""
+"""Reconcile and expiry through the application, on an SQLite file and on PostgreSQL.
+
+Runs are started from a spec and their steps answered by the World's performs (tests.playing).
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 import pytest
-from freezegun import freeze_time
-from freezegun.api import FrozenDateTimeFactory
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from tests.game import Clock, runledgers
+from tests.playing import (
+    SPAWN,
+    PlayWorld,
+    complete,
+    fails,
+    key,
+    leases,
+    made,
+    makes,
+    override,
+    performs,
+    placeholder,
+    play,
+)
 from tests.reading import entry, lines, status, wall, written
-from tests.world import World
-
-NOW = "2026-12-02 12:00:00"
-SPAWN = "world.spawn"
 
 
-@pytest.fixture
-def clock() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(NOW) as frozen:
-        yield frozen
-
-
-@pytest.fixture
-def world(registry: Registry) -> World:
-    world = World()
-    world.install(registry, SPAWN)
-    return world
-
-
-def zones(
+def zoned(
     rl: Runledger,
-    run: UUID,
     refs: list[str],
     *,
     until_s: float | None = None,
     action: str = SPAWN,
-    key: str = "k1",
-    module: str = "world",
-) -> list[UUID]:
-    held = rl.ledger.record_placeholder(run, "zones", module, action, key)
+    name: str = "zones",
+) -> tuple[UUID, list[UUID]]:
+    """A running run whose one step, zones, made zones ``refs``; and their entries."""
     until = None if until_s is None else rl.clock() + timedelta(seconds=until_s)
-    return rl.ledger.supersede(held, [{"kind": "zone", "ref": r, "until": until} for r in refs])
+    run = play(rl, makes("zones", *refs, action=action, kind="zone", until=until), name=name)
+    return run, made(run, "zones", *refs, kind="zone")
 
 
 # --- "I do not know" is never "it is gone" -----------------------------------------------------
@@ -69,11 +66,10 @@ def zones(
     ids=repr,
 )
 def test_a_reconcile_without_a_clear_answer_leaves_the_ledger_alone(
-    rl: Runledger, world: World, clock: Any, answer: Any
+    rl: Runledger, world: PlayWorld, clock: Clock, answer: Any
 ) -> None:
     world.in_force[SPAWN] = answer
-    run = rl.ledger.start_run("zones")
-    ids = zones(rl, run, ["z1", "z2"])
+    _, ids = zoned(rl, ["z1", "z2"])
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
     assert (summary.asked, summary.unanswered, summary.orphaned, summary.expired) == (2, 2, 0, 0)
@@ -82,14 +78,13 @@ def test_a_reconcile_without_a_clear_answer_leaves_the_ledger_alone(
 
 
 def test_a_reconcile_that_throws_leaves_the_ledger_alone(
-    rl: Runledger, registry: Registry, clock: Any
+    rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
     def reconcile(resources: list[dict[str, Any]], run_id: str) -> Any:
         raise ConnectionError("the shard is down")
 
-    registry.module("world").action("world.flaky", reconcile=reconcile)
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"], action="world.flaky")
+    registry.module("world").action("world.flaky", perform=performs, reconcile=reconcile)
+    _, [z1] = zoned(rl, ["z1"], action="world.flaky")
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
     assert summary.unanswered == 1
@@ -98,15 +93,16 @@ def test_a_reconcile_that_throws_leaves_the_ledger_alone(
 
 
 def test_a_reconcile_that_hangs_past_its_budget_leaves_the_ledger_alone(
-    rl: Runledger, registry: Registry, clock: Any
+    rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
     def reconcile(resources: list[dict[str, Any]], run_id: str) -> Any:
         time.sleep(1.0)
         return {"ok": True, "in_force": []}
 
-    registry.module("world").action("world.slow", reconcile=reconcile, budget_ms=100)
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"], action="world.slow")
+    registry.module("world").action(
+        "world.slow", perform=performs, reconcile=reconcile, budget_ms=100
+    )
+    _, [z1] = zoned(rl, ["z1"], action="world.slow")
     before = written(rl)
     started = wall()
     summary = rl.reconciler.reconcile_module("world")
@@ -117,11 +113,10 @@ def test_a_reconcile_that_hangs_past_its_budget_leaves_the_ledger_alone(
 
 
 def test_an_action_without_reconcile_is_not_asked_and_nothing_changes(
-    rl: Runledger, registry: Registry, clock: Any
+    rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
-    registry.module("world").action("world.mute", revert=lambda **_: {"ok": True})
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"], action="world.mute")
+    registry.module("world").action("world.mute", perform=performs, revert=lambda **_: {"ok": True})
+    _, [z1] = zoned(rl, ["z1"], action="world.mute")
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
     assert (summary.asked, summary.unanswered) == (0, 1)
@@ -130,7 +125,7 @@ def test_an_action_without_reconcile_is_not_asked_and_nothing_changes(
 
 
 def test_a_module_is_never_asked_about_another_modules_rows(
-    rl: Runledger, registry: Registry, world: World, clock: Any
+    rl: Runledger, registry: Registry, world: PlayWorld, store_url: str, clock: Clock
 ) -> None:
     asked: list[str] = []
 
@@ -139,8 +134,11 @@ def test_a_module_is_never_asked_about_another_modules_rows(
         return {"ok": True, "in_force": []}
 
     registry.module("thief").action("thief.spawn", reconcile=reconcile)
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"], action="thief.spawn", module="world")
+    # The run was played where the world module registered thief.spawn: its rows are the world's.
+    elsewhere = Registry()
+    PlayWorld().install(elsewhere, "thief.spawn")
+    with runledgers(store_url, elsewhere, clock) as open_one:
+        _, [z1] = zoned(open_one(), ["z1"], action="thief.spawn")
     before = written(rl)
     assert rl.reconciler.reconcile_module("thief").asked == 0
     assert rl.reconciler.reconcile_module("world").unanswered == 1
@@ -153,11 +151,10 @@ def test_a_module_is_never_asked_about_another_modules_rows(
 
 
 def test_a_missing_resource_before_its_until_is_orphaned(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.in_force[SPAWN] = {"ok": True, "in_force": ["z1"]}
-    run = rl.ledger.start_run("zones")
-    z1, z2 = zones(rl, run, ["z1", "z2"], until_s=600)
+    run, [z1, z2] = zoned(rl, ["z1", "z2"], until_s=600)
     summary = rl.reconciler.reconcile_module("world")
     assert (summary.asked, summary.in_force, summary.orphaned, summary.expired) == (2, 1, 1, 0)
     assert (entry(rl, z1).status, entry(rl, z2).status) == ("live", "orphaned")
@@ -168,22 +165,20 @@ def test_a_missing_resource_before_its_until_is_orphaned(
 
 
 def test_a_missing_resource_without_an_until_is_orphaned(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.in_force[SPAWN] = {"ok": True, "in_force": []}
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"])
+    _, [z1] = zoned(rl, ["z1"])
     rl.reconciler.reconcile_module("world")
     assert entry(rl, z1).status == "orphaned"
 
 
 def test_a_missing_resource_past_its_until_is_expired_not_orphaned(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.in_force[SPAWN] = {"ok": True, "in_force": []}
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"], until_s=60)
-    clock.tick(60)
+    run, [z1] = zoned(rl, ["z1"], until_s=60)
+    clock.advance(60)
     summary = rl.reconciler.reconcile_module("world")
     assert (summary.expired, summary.orphaned) == (1, 0)
     assert entry(rl, z1).status == "expired"
@@ -193,12 +188,11 @@ def test_a_missing_resource_past_its_until_is_expired_not_orphaned(
 
 
 def test_a_reconcile_expiry_writes_the_same_line_an_expiry_does(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.in_force[SPAWN] = {"ok": True, "in_force": ["z2"]}
-    run = rl.ledger.start_run("zones")
-    zones(rl, run, ["z1", "z2"], until_s=60)
-    clock.tick(61)
+    run, _ = zoned(rl, ["z1", "z2"], until_s=60)
+    clock.advance(61)
     rl.reconciler.reconcile_module("world")
     assert rl.reconciler.expire("world", "zone", "z2") == {"expired": 1}
     by_reconcile, by_expiry = lines(rl, run, "resource.expired")
@@ -206,9 +200,10 @@ def test_a_reconcile_expiry_writes_the_same_line_an_expiry_does(
     assert by_expiry.detail == {"module": "world", "resource": "zone:z2"}
 
 
-def test_a_resource_still_in_force_is_left_alone(rl: Runledger, world: World, clock: Any) -> None:
-    run = rl.ledger.start_run("zones")
-    ids = zones(rl, run, ["z1", "z2"])
+def test_a_resource_still_in_force_is_left_alone(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    _, ids = zoned(rl, ["z1", "z2"])
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
     assert (summary.asked, summary.in_force) == (2, 2)
@@ -217,22 +212,11 @@ def test_a_resource_still_in_force_is_left_alone(rl: Runledger, world: World, cl
 
 
 def test_placeholders_and_leases_are_not_reconciled(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.in_force[SPAWN] = {"ok": True, "in_force": []}
-    run = rl.ledger.start_run("zones")
-    held = rl.ledger.record_placeholder(run, "zones", "world", SPAWN, "k-open")
-    lease = rl.ledger.record_lease(
-        run,
-        step="weather",
-        module="world",
-        lease_id="weather",
-        target="plaza",
-        baseline="clear",
-        applied="storm",
-        until=rl.clock() + timedelta(hours=1),
-        idempotency_key="lease-plaza",
-    )
+    run = play(rl, fails("zones"), leases(), name="zones")
+    held, lease = placeholder(run, "zones"), override(run)
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
     assert summary.asked == 0
@@ -241,13 +225,12 @@ def test_placeholders_and_leases_are_not_reconciled(
 
 
 def test_an_orphaned_entry_is_still_given_back_by_a_later_sweep(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.in_force[SPAWN] = {"ok": True, "in_force": []}
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"])
+    run, [z1] = zoned(rl, ["z1"])
     rl.reconciler.reconcile_module("world")
-    rl.ledger.complete_run(run)
+    complete(rl, run)
     assert status(rl, run) == "pending"
     rl.cleanup.sweep("w1")
     assert world.reverted_refs == {"z1": 1}
@@ -256,12 +239,11 @@ def test_an_orphaned_entry_is_still_given_back_by_a_later_sweep(
 
 
 def test_a_retry_failing_entry_found_gone_is_orphaned(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, lambda resources, key: None)
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"])
-    rl.ledger.complete_run(run)
+    run, [z1] = zoned(rl, ["z1"])
+    complete(rl, run)
     rl.cleanup.sweep("w1")
     assert entry(rl, z1).status == "failing"
     world.in_force[SPAWN] = {"ok": True, "in_force": []}
@@ -270,14 +252,16 @@ def test_a_retry_failing_entry_found_gone_is_orphaned(
 
 
 def test_core_boot_asks_every_module_with_live_entries(
-    rl: Runledger, registry: Registry, world: World, clock: Any
+    rl: Runledger, registry: Registry, world: PlayWorld, clock: Clock
 ) -> None:
     registry.module("other").action(
-        "other.spawn", reconcile=lambda resources, run_id: {"ok": True, "in_force": []}
+        "other.spawn",
+        perform=performs,
+        reconcile=lambda resources, run_id: {"ok": True, "in_force": []},
     )
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"])
-    [o1] = zones(rl, run, ["o1"], action="other.spawn", module="other", key="k2")
+    others = makes("others", "o1", action="other.spawn", kind="zone")
+    run = play(rl, makes("zones", "z1", kind="zone"), others, name="zones")
+    [z1], [o1] = made(run, "zones", "z1", kind="zone"), made(run, "others", "o1", kind="zone")
     found = rl.reconciler.reconcile_all()
     assert set(found) == {"world", "other"}
     assert (found["world"].in_force, found["other"].orphaned) == (1, 1)
@@ -288,10 +272,9 @@ def test_core_boot_asks_every_module_with_live_entries(
 
 
 def test_an_expiry_from_the_owner_expires_its_entry_with_a_line(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("zones")
-    z1, z2 = zones(rl, run, ["z1", "z2"], until_s=60)
+    run, [z1, z2] = zoned(rl, ["z1", "z2"], until_s=60)
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}
     assert (entry(rl, z1).status, entry(rl, z2).status) == ("expired", "live")
     [line] = lines(rl, run, "resource.expired")
@@ -299,10 +282,9 @@ def test_an_expiry_from_the_owner_expires_its_entry_with_a_line(
 
 
 def test_an_expiry_from_another_module_changes_nothing(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"])
+    _, [z1] = zoned(rl, ["z1"])
     before = written(rl)
     assert rl.reconciler.expire("other", "zone", "z1") == {"expired": 0}
     assert written(rl) == before
@@ -310,24 +292,22 @@ def test_an_expiry_from_another_module_changes_nothing(
 
 
 def test_an_expiry_of_something_already_resolved_or_unknown_changes_nothing(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("zones")
-    zones(rl, run, ["z1"])
+    run, _ = zoned(rl, ["z1"])
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}
     before = written(rl)
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 0}
     assert rl.reconciler.expire("world", "zone", "nope") == {"expired": 0}
-    assert rl.reconciler.expire("world", "@step", "k1") == {"expired": 0}
+    assert rl.reconciler.expire("world", "@step", key(run, "zones")) == {"expired": 0}
     assert written(rl) == before
 
 
 def test_an_expiry_covers_the_owners_matching_entries_in_every_run(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    first, second = rl.ledger.start_run("a"), rl.ledger.start_run("b")
-    [a] = zones(rl, first, ["shared"])
-    [b] = zones(rl, second, ["shared"])
+    _, [a] = zoned(rl, ["shared"], name="a")
+    _, [b] = zoned(rl, ["shared"], name="b")
     assert rl.reconciler.expire("world", "zone", "shared") == {"expired": 2}
     assert (entry(rl, a).status, entry(rl, b).status) == ("expired", "expired")
 
@@ -358,10 +338,9 @@ def test_an_expiry_covers_the_owners_matching_entries_in_every_run(
     ],
 )
 def test_a_malformed_expiry_answers_zero_and_writes_nothing(
-    rl: Runledger, world: World, clock: Any, kind: Any, ref: Any
+    rl: Runledger, world: PlayWorld, clock: Clock, kind: Any, ref: Any
 ) -> None:
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"])
+    _, [z1] = zoned(rl, ["z1"])
     before = written(rl)
     assert rl.reconciler.expire("world", kind, ref) == {"expired": 0}
     assert written(rl) == before
@@ -369,12 +348,10 @@ def test_a_malformed_expiry_answers_zero_and_writes_nothing(
 
 
 def test_an_expiry_at_the_longest_names_allowed_is_accepted(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     kind, ref = "k" * 64, "r" * 190
-    run = rl.ledger.start_run("long names")
-    held = rl.ledger.record_placeholder(run, "s", "world", SPAWN, "k1")
-    [long] = rl.ledger.supersede(held, [{"kind": kind, "ref": ref}])
+    [long] = made(play(rl, makes("s", ref, kind=kind), name="long names"), "s", ref, kind=kind)
     assert rl.reconciler.expire("world", kind, ref) == {"expired": 1}
     assert entry(rl, long).status == "expired"
 
@@ -383,39 +360,36 @@ def test_an_expiry_at_the_longest_names_allowed_is_accepted(
 
 
 def test_a_zone_that_expires_mid_run_leaves_the_run_complete_the_moment_it_ends(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"], until_s=60)
-    clock.tick(60)
+    run, [z1] = zoned(rl, ["z1"], until_s=60)
+    clock.advance(60)
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}
     assert entry(rl, z1).status == "expired"
     assert status(rl, run) == "pending"
-    rl.ledger.complete_run(run)
+    complete(rl, run)
     assert status(rl, run) == "complete"
     assert rl.cleanup.sweep("w1") == {}
     assert world.reverts == {}
 
 
 def test_a_zone_found_expired_by_reconcile_mid_run_needs_no_sweep(
-    rl: Runledger, world: World, clock: FrozenDateTimeFactory
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.in_force[SPAWN] = {"ok": True, "in_force": []}
-    run = rl.ledger.start_run("zones")
-    zones(rl, run, ["z1"], until_s=60)
-    clock.tick(61)
+    run, _ = zoned(rl, ["z1"], until_s=60)
+    clock.advance(61)
     rl.reconciler.reconcile_module("world")
-    rl.ledger.complete_run(run)
+    complete(rl, run)
     assert status(rl, run) == "complete"
 
 
 def test_an_incomplete_run_whose_last_unresolved_entry_expires_becomes_complete(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, lambda resources, key: {"ok": False, "retry": False, "error": "no"})
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"], until_s=600)
-    rl.ledger.complete_run(run)
+    run, [z1] = zoned(rl, ["z1"], until_s=600)
+    complete(rl, run)
     rl.cleanup.sweep("w1")
     assert status(rl, run) == "incomplete"
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}
@@ -424,12 +398,11 @@ def test_an_incomplete_run_whose_last_unresolved_entry_expires_becomes_complete(
 
 
 def test_a_drifted_entry_that_expires_resolves_the_run(
-    rl: Runledger, world: World, clock: Any
+    rl: Runledger, world: PlayWorld, clock: Clock
 ) -> None:
     world.answer(SPAWN, lambda resources, key: {"drifted": True, "current": "someone's"})
-    run = rl.ledger.start_run("zones")
-    [z1] = zones(rl, run, ["z1"])
-    rl.ledger.complete_run(run)
+    run, [z1] = zoned(rl, ["z1"])
+    complete(rl, run)
     rl.cleanup.sweep("w1")
     assert (entry(rl, z1).status, status(rl, run)) == ("drifted", "incomplete")
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}

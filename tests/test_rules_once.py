@@ -25,6 +25,7 @@ from runledger.domain.resource import Resource
 from runledger.projections.queries import _OPEN, _RETRYABLE
 from runledger.projections.views.resources import ResourcesView, fate_cells, fate_of
 from tests.game import START
+from tests.playing import PlayWorld, makes, start
 
 MAX = 3
 WORKER = "w1"
@@ -72,7 +73,7 @@ def flags(rl: Runledger, run: UUID, now: datetime) -> dict[UUID, tuple[bool, boo
 def random_histories(rl: Runledger, seed: int) -> tuple[UUID, dict[UUID, Any], datetime]:
     """A run's entries after random histories, saved and projected; and the last moment."""
     rng = random.Random(seed)
-    run = rl.ledger.start_run("rules once")
+    run = start(rl, makes("s"), name="rules once")
     placeholder = rl.ledger.record_placeholder(run, "s", "world", "world.spawn", "k")
     named = [{"kind": "creature", "ref": f"c{i}"} for i in range(80)]
     ids = rl.ledger.supersede(placeholder, named)
@@ -88,7 +89,7 @@ def random_histories(rl: Runledger, seed: int) -> tuple[UUID, dict[UUID, Any], d
 
 
 def test_the_sql_says_open_and_retryable_of_every_entry_exactly_as_the_domain_does(
-    make_runledger: Callable[..., Runledger],
+    make_runledger: Callable[..., Runledger], world: PlayWorld
 ) -> None:
     rl = make_runledger(max_revert_attempts=MAX)
     run, entries, at = random_histories(rl, seed=10)
@@ -111,7 +112,7 @@ def test_the_sql_says_open_and_retryable_of_every_entry_exactly_as_the_domain_do
 
 
 def test_every_projected_row_holds_the_fate_its_aggregate_holds(
-    make_runledger: Callable[..., Runledger],
+    make_runledger: Callable[..., Runledger], world: PlayWorld
 ) -> None:
     rl = make_runledger(max_revert_attempts=MAX)
     reached: set[str] = set()
@@ -150,10 +151,10 @@ def every_fate(now: datetime) -> list[Fate]:
 
 
 def test_the_sql_says_open_and_retryable_of_every_combination_as_the_domain_does(
-    make_runledger: Callable[..., Runledger],
+    make_runledger: Callable[..., Runledger], world: PlayWorld
 ) -> None:
     rl = make_runledger(max_revert_attempts=MAX)
-    run = rl.ledger.start_run("every combination")
+    run = start(rl, makes("s"), name="every combination")
     now = START + timedelta(hours=1)
     fates = {UUID(int=n + 1): fate for n, fate in enumerate(every_fate(now))}
     rows = [

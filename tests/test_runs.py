@@ -8,7 +8,7 @@ back" is read off the world, not only off the ledger. The clock is a Clock the t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -32,7 +32,6 @@ from tests.game import (
     hangs,
     lease_step,
     phase,
-    runledgers,
     spec,
     step,
     throws,
@@ -46,26 +45,16 @@ Opener = Callable[..., Runledger]
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def game(registry: Registry) -> Game:
-    game = Game()
-    game.install(registry, SPAWN, BUILD)
+def game(game: Game, registry: Registry) -> Game:
+    """The conftest's game, with its build and slow actions too."""
+    game.install(registry, BUILD)
     game.install(registry, SLOW, budget_ms=100)
     return game
 
 
 @pytest.fixture
-def opened(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator[Opener]:
-    with runledgers(store_url, registry, clock) as open_one:
-        yield open_one
-
-
-@pytest.fixture
 def rl(opened: Opener) -> Runledger:
+    """A runledger on the test's clock."""
     return opened()
 
 

@@ -13,7 +13,7 @@ import pty
 import select
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import pytest
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
-from tests.game import Clock, phase, runledgers, spec, step
+from tests.game import Clock, phase, spec, step
 from tests.reading import row, tick
 from tests.test_cli import RUNLEDGER, run_cli
 
@@ -87,21 +87,14 @@ class Hostile:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def opened(store_url: str, clock: Clock) -> Iterator[Runledger]:
-    registry = Registry()
+def rl(opened: Callable[..., Runledger], registry: Registry) -> Runledger:
+    """A runledger on the test's clock, with the hostile module registered."""
     hostile_module(registry)
-    with runledgers(store_url, registry, clock) as open_one:
-        yield open_one()
+    return opened()
 
 
 @pytest.fixture
-def hostile(opened: Runledger, store_url: str, clock: Clock) -> Hostile:
-    rl = opened
+def hostile(rl: Runledger, store_url: str, clock: Clock) -> Hostile:
     started = rl.runs.start
 
     def start(document: dict[str, Any]) -> UUID:
@@ -215,9 +208,8 @@ def test_runs_limit_refuses_zero_and_negatives_and_has_a_maximum(
 
 
 def test_log_shows_the_last_200_lines_by_default_and_says_how_many_it_left_out(
-    opened: Runledger, store_url: str, tmp_path: Path
+    rl: Runledger, store_url: str, tmp_path: Path
 ) -> None:
-    rl = opened
     run = rl.runs.start(spec(phase("p1", *(step(f"q{i}", "screen.quiet") for i in range(205)))))
     for _ in range(20):
         if row(rl, run).status != "running":
@@ -239,9 +231,8 @@ def test_log_shows_the_last_200_lines_by_default_and_says_how_many_it_left_out(
 
 
 def test_log_since_shows_what_happened_since_then_and_refuses_a_bad_time(
-    opened: Runledger, clock: Clock, store_url: str, tmp_path: Path
+    rl: Runledger, clock: Clock, store_url: str, tmp_path: Path
 ) -> None:
-    rl = opened
     run = rl.runs.start(spec(phase("p1", step("q", "screen.quiet"))))
     clock.advance(60)
     tick(rl)
@@ -261,9 +252,8 @@ def test_log_since_shows_what_happened_since_then_and_refuses_a_bad_time(
 
 
 def test_the_left_listing_is_bounded_like_the_log(
-    opened: Runledger, store_url: str, tmp_path: Path
+    rl: Runledger, store_url: str, tmp_path: Path
 ) -> None:
-    rl = opened
     run = rl.runs.start(spec(phase("p1", *(step(f"s{i}", "screen.spawn") for i in range(4)))))
     tick(rl, 2)
     assert row(rl, run).unresolved == 4
@@ -274,9 +264,8 @@ def test_the_left_listing_is_bounded_like_the_log(
 
 
 def test_queries_log_answers_the_last_lines_since_a_time_in_store_order(
-    opened: Runledger, clock: Clock
+    rl: Runledger, clock: Clock
 ) -> None:
-    rl = opened
     run = rl.runs.start(
         spec(
             phase("p1", step("a", "screen.quiet")),

@@ -22,6 +22,7 @@ from runledger.domain.errors import DomainError
 from runledger.domain.run import Run
 from runledger.domain.values import UnsafeValue, check_value, value_problem
 from tests.hostile import HostileModule, odd_values, still_works, thing_spec
+from tests.playing import PlayWorld, ended, makes
 from tests.reading import row, written
 
 
@@ -108,14 +109,13 @@ def test_any_text_either_has_a_named_problem_or_round_trips_through_the_encoder(
 
 
 def test_a_run_saved_under_freeze_time_reads_back_as_the_moment_it_was_frozen_at(
-    make_runledger: Callable[..., Runledger],
+    make_runledger: Callable[..., Runledger], world: PlayWorld
 ) -> None:
     """freezegun's clock answers a datetime subclass; it is stored as a datetime, unpatched."""
     frozen_at = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
     with freeze_time(frozen_at):
         rl = make_runledger()
-        run_id = rl.ledger.start_run("frozen")
-        rl.ledger.complete_run(run_id)
+        run_id = ended(rl, makes("spawn", "c1"), name="frozen")
     run = rl.ledger.get_run(run_id)
     assert (run.started_at, run.ended_at) == (frozen_at, frozen_at)
     assert type(run.started_at) is datetime

@@ -17,7 +17,6 @@ bearer = HTTPBearer(auto_error=False, description="a token from `runledger token
 
 def get_rl(request: Request) -> Runledger:
     rl: Runledger = request.app.state.rl
-    rl.projector.catch_up()  # TEMPORARY until reads are fresh in one place (issue 10)
     return rl
 
 

@@ -8,7 +8,6 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runledger.application.bootstrap import Runledger
-from runledger.projections.pages import Counts
 
 
 class StoreCollector(Collector):
@@ -18,23 +17,22 @@ class StoreCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         rl = self.rl
         now = rl.clock()
-        counts = Counts(rl.backend)
         runs = GaugeMetricFamily(
             "runledger_runs", "Runs by status and cleanup status.", labels=["status", "cleanup"]
         )
-        for status, cleanup, n in counts.runs(now, rl.settings.max_revert_attempts):
+        for status, cleanup, n in rl.pages.run_counts(now, rl.settings.max_revert_attempts):
             runs.add_metric([status, cleanup], n)
         yield runs
         unresolved = GaugeMetricFamily(
             "runledger_unresolved_entries", "Unresolved ledger entries by state.", labels=["state"]
         )
-        for state, n in counts.unresolved():
+        for state, n in rl.pages.unresolved_counts():
             unresolved.add_metric([state], n)
         yield unresolved
         lag = GaugeMetricFamily(
             "runledger_projection_lag", "Events a projection has still to apply.", labels=["view"]
         )
-        head = rl.projector.recorder.max_notification_id() or 0
+        head = rl.projector.head()
         for name, position in sorted(rl.projector.positions().items()):
             lag.add_metric([name], max(head - position, 0))
         yield lag

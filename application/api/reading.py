@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 from itertools import groupby
 from uuid import UUID
 
 from runledger.application.api.schemas import bulk, fleet, history, runs
 from runledger.application.bootstrap import Runledger
-from runledger.application.errors import BadQuery, BadRequest, NotFound
+from runledger.application.errors import BadQuery, BadRequest, NotFound, ProjectionStuck
 from runledger.application.services.bulk import Plan
 from runledger.application.services.history import Replay, Stepping
 from runledger.application.services.verdicts import Summary
 from runledger.domain.resource import Resource
-from runledger.projections.pages import Cursor, LogPages, RunFilter, RunPages, Where
+from runledger.projections.pages import Cursor, RunFilter, Where
 from runledger.projections.queries import EntryRow, LogLine, RunRow
 
 MAX_PAGE = 500
@@ -27,9 +28,8 @@ def run_summary(row: RunRow) -> runs.RunSummary:
 def run_page(rl: Runledger, where: RunFilter, limit: int, cursor: str | None) -> runs.RunPage:
     if not 1 <= limit <= MAX_PAGE:
         raise BadRequest(f"limit: must be between 1 and {MAX_PAGE}")
-    listing = RunPages(rl.backend)
     now, attempts = rl.clock(), rl.settings.max_revert_attempts
-    found = listing.page(where, limit + 1, _cursor(cursor), now, attempts)
+    found = rl.pages.runs(where, limit + 1, _cursor(cursor), now, attempts)
     rows = {
         row.run_id: row for row in rl.queries.runs([i for i, _ in found[:limit]], now, attempts)
     }
@@ -55,7 +55,6 @@ def _cursor(token: str | None) -> Cursor | None:
 
 
 def known_run(rl: Runledger, run_id: UUID) -> RunRow:
-    rl.projector.catch_up()  # TEMPORARY until reads are fresh in one place (issue 10)
     row = rl.queries.run(run_id, rl.clock(), rl.settings.max_revert_attempts)
     if row is None:
         raise NotFound(f"no run {run_id}")
@@ -135,7 +134,7 @@ def log_page(rl: Runledger, run_id: UUID, limit: int, before: int | None) -> run
     if not 1 <= limit <= MAX_PAGE * 10:
         raise BadRequest(f"limit: must be between 1 and {MAX_PAGE * 10}")
     known_run(rl, run_id)
-    found = LogPages(rl.backend).page(run_id, limit, before)
+    found = rl.pages.log(run_id, limit, before)
     first = found.lines[0].position if found.lines else None
     return runs.LogPage(
         run_id=run_id,
@@ -195,8 +194,10 @@ def runners(rl: Runledger) -> list[fleet.Runner]:
 
 
 def projections(rl: Runledger) -> list[fleet.Projection]:
-    head = rl.projector.recorder.max_notification_id() or 0
-    stuck = {s.view: s for s in rl.projector.stuck.values()}
+    with contextlib.suppress(ProjectionStuck):  # the trial below says where
+        rl.projector.catch_up()
+    stuck = {s.view: s for s in rl.projector.trial()}
+    head = rl.projector.head()
     return [
         fleet.Projection(
             name=name,

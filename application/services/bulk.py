@@ -15,7 +15,7 @@ from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.verdicts import Summary
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
 from runledger.domain.status import CleanupStatus
-from runledger.projections.pages import Selection, Where
+from runledger.projections.pages import Pages, Where
 from runledger.projections.queries import EntryRow, Queries
 
 MAX_ENTRIES = 10_000
@@ -67,26 +67,26 @@ class Bulk:
         self,
         *,
         queries: Queries,
-        selection: Selection,
+        pages: Pages,
         cleanup: Cleanup,
         max_attempts: int,
         clock: Callable[[], datetime],
     ) -> None:
         self.queries = queries
-        self.selection = selection
+        self.pages = pages
         self.cleanup = cleanup
         self.max_attempts = max_attempts
         self.clock = clock
 
     def plan(self, where: Where) -> Plan:
         """Which ended runs and unresolved entries ``where`` selects; writes nothing."""
-        found = self.selection.entries(where, MAX_ENTRIES + 1)
+        found = self.pages.selected(where, MAX_ENTRIES + 1)
         if len(found) > MAX_ENTRIES:
             raise BadRequest(
                 f"the filter selects more than {MAX_ENTRIES:,} entries; narrow it "
                 "(module, action, run status, cleanup status or time window)"
             )
-        rows = [EntryRow.of(row) for row, _ in found]
+        rows = [EntryRow.of(row) for row in found]
         order = list(dict.fromkeys(r.run_id for r in rows))
         now = self.clock()
         runs = {r.run_id: r for r in self.queries.runs(order, now, self.max_attempts)}

@@ -4,16 +4,15 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.errors import OUTAGES, Conflict
 from runledger.application.modules.answers import Verdict
-from runledger.application.parts import Parts, Service
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group, group_entries
 from runledger.application.services.inputs import person
@@ -22,18 +21,25 @@ from runledger.application.services.serving import (
     ServedElsewhere,
     nowhere,
     served_nowhere,
-    unserved,
 )
-from runledger.application.services.verdicts import Judged, Summary, judge_group
+from runledger.application.services.verdicts import Judged, Summary, judge_group, swept_line
+from runledger.application.settings import Settings
+from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource
 from runledger.domain.run import TERMINAL
 from runledger.domain.runlog import LogEntry
+from runledger.projections.queries import Queries
+from runledger.projections.rows import EntryRow, RunRow
 
 log = logging.getLogger("runledger.cleanup")
 TROUBLE_SWEEPS = 5
 
+T = TypeVar("T")
+Work = tuple[RunRow, list[EntryRow]]
+"""A run as a pass finds it: its row, and the page of its entries the pass may work."""
 
-class Cleanup(Service):
+
+class Cleanup:
     """Gives back what terminal runs took: the sweep, one run's pass, and a person's retry.
 
     A pass is durable per call: a group is claimed right before its call and its verdict saved
@@ -43,21 +49,29 @@ class Cleanup(Service):
 
     def __init__(
         self,
-        parts: Parts,
+        *,
+        app: LedgerApp,
+        streams: Streams,
+        queries: Queries,
         ledger: Ledger,
         give_back: GiveBack,
+        settings: Settings,
+        clock: Callable[[], datetime],
         serving: Callable[[], ServedElsewhere] = served_nowhere,
     ) -> None:
-        super().__init__(parts)
+        self.app = app
+        self.streams = streams
+        self.queries = queries
         self.ledger = ledger
         self.give_back = give_back
+        self.settings = settings
+        self.clock = clock
         self.serving = serving
         self.elsewhere: ServedElsewhere = nowhere
         self._troubled: dict[UUID, int] = {}
 
     def sweep(self, worker: str, stop: threading.Event | None = None) -> dict[UUID, Summary]:
         """One bounded pass over the runs that owe the world something."""
-        self.projector.catch_up()
         self.elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
@@ -69,24 +83,37 @@ class Cleanup(Service):
         candidates = [r for r in found if r not in self._troubled][:batch]
         random.shuffle(candidates)
         self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
-        summaries: dict[UUID, Summary] = {}
-        for run_id in candidates:
+        # Every run's work is read before the pass writes: the reads then catch the views up
+        # once for the pass, not once per run (each catch-up after a run's verdicts would be a
+        # write transaction of its own).
+        max_attempts = self.settings.max_revert_attempts
+        rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
+        work = self._each(candidates, lambda r: self._work(rows.get(r), now), stop)
+        return self._each(
+            list(work),
+            lambda r: self._clean(r, work[r], worker=worker, by=worker, stop=stop),
+            stop,
+        )
+
+    def _each(
+        self, run_ids: list[UUID], do: Callable[[UUID], T], stop: threading.Event | None
+    ) -> dict[UUID, T]:
+        done: dict[UUID, T] = {}
+        for run_id in run_ids:
             if stop is not None and stop.is_set():
                 break
             try:
-                summaries[run_id] = self.clean_run(run_id, worker=worker, by=worker, stop=stop)
+                done[run_id] = do(run_id)
             except OUTAGES:
                 raise  # the store's trouble, not this run's: the runner says so once
             except Exception:  # one run's bad night must not stall the others
                 log.exception("cleanup of run %s failed; the sweep goes on", run_id)
                 self._troubled[run_id] = TROUBLE_SWEEPS
-        self.projector.catch_up()
-        return summaries
+        return done
 
     def manual_cleanup(self, run_id: UUID, by: str) -> Summary:
         """A person asks again: reset the run's counters, log it, and work the run now."""
         person(by, "a manual cleanup")
-        self.projector.catch_up()
         run = self.ledger.get_run(run_id)
         if not run.is_terminal:
             raise Conflict(f"run {run_id} is still running; its ledger is still growing")
@@ -108,11 +135,8 @@ class Cleanup(Service):
             return [*chosen, line]
 
         save_with_retry(self.app, reset)
-        self.projector.catch_up()
         self.elsewhere = self.serving()
-        summary = self.clean_run(run_id, worker=f"{by} (manual)", by=by)
-        self.projector.catch_up()
-        return summary
+        return self.clean_run(run_id, worker=f"{by} (manual)", by=by)
 
     def clean_run(
         self, run_id: UUID, *, worker: str, by: str, stop: threading.Event | None = None
@@ -120,13 +144,31 @@ class Cleanup(Service):
         """Work one run's retryable entries once, a bounded number of groups, one call at a
         time; answers what was recorded."""
         now = self.clock()
-        max_attempts = self.settings.max_revert_attempts
-        running = self.queries.run(run_id, now, max_attempts)
-        if running is None:
-            return Summary(by=by)
+        found = self._work(self.queries.run(run_id, now, self.settings.max_revert_attempts), now)
+        return self._clean(run_id, found, worker=worker, by=by, stop=stop)
+
+    def _work(self, run: RunRow | None, now: datetime) -> Work | None:
+        """The run's row and the page of its entries a pass may work."""
+        if run is None:
+            return None
+        overdue_only = run.status not in TERMINAL
         rows = self.queries.retryable_entries(
-            run_id, now, max_attempts, overdue_leases_only=running.status not in TERMINAL
+            run.run_id, now, self.settings.max_revert_attempts, overdue_leases_only=overdue_only
         )
+        return run, rows
+
+    def _clean(
+        self,
+        run_id: UUID,
+        found: Work | None,
+        *,
+        worker: str,
+        by: str,
+        stop: threading.Event | None,
+    ) -> Summary:
+        if found is None:
+            return Summary(by=by)
+        running, rows = found
         # What another live runner serves is left to it: this one has not loaded it.
         groups = [g for g in group_entries(rows) if not self._left_to_others(g)]
         groups = groups[: self.settings.cleanup_groups_per_run]
@@ -142,7 +184,7 @@ class Cleanup(Service):
             judged = None
             if group.claimed:
                 worked = True
-                judged = self._judge(run_id, group, self._call(group), worker)
+                judged = self._judge(run_id, group, self.give_back.verdict(group), worker)
         if worked:
             self._save_last(run_id, judged, worker, summary)
         return summary
@@ -199,14 +241,16 @@ class Cleanup(Service):
             final.add(judged.counts)
             try:
                 self.app.save(
-                    *judged.group.claimed.values(), judged.line, self._swept(run_id, final)
+                    *judged.group.claimed.values(),
+                    judged.line,
+                    swept_line(run_id, final, self.clock()),
                 )
             except IntegrityError:
                 self._settle_apart(run_id, judged, worker, summary)
             else:
                 summary.add(judged.counts)
                 return
-        self.app.save(self._swept(run_id, summary))
+        self.app.save(swept_line(run_id, summary, self.clock()))
 
     def _claim_each(self, group: Group, worker: str) -> dict[UUID, Resource]:
         won: dict[UUID, Resource] = {}
@@ -223,20 +267,6 @@ class Cleanup(Service):
                 continue
             won[fresh.id] = fresh
         return won
-
-    def _call(self, group: Group) -> Verdict:
-        if self.give_back.served_here(group):
-            return self.give_back.call(group)
-        # Nobody live serves it (or the group would have been left to them): a retry spaced by
-        # the back-off, so a runner restarting for a minute costs nothing, until the attempts
-        # run out.
-        need = self.give_back.needs(group)
-        attempt = max(e.attempts for e in group.claimed.values())
-        if attempt < self.settings.max_revert_attempts:
-            return Verdict("retry", unserved(need))
-        return Verdict(
-            "terminal", f'no module registers "{need}", so its resources cannot be given back'
-        )
 
     def _judge(self, run_id: UUID, group: Group, verdict: Verdict, worker: str) -> Judged:
         return judge_group(
@@ -270,12 +300,3 @@ class Cleanup(Service):
             log.warning("run %s: a verdict lost a race and will be retried", run_id)
             return
         summary.add(again.counts)
-
-    def _swept(self, run_id: UUID, summary: Summary) -> LogEntry:
-        return LogEntry(
-            key=f"swept|{run_id}|{uuid4()}",
-            run_id=run_id,
-            kind="cleanup.swept",
-            detail=asdict(summary),
-            at=self.clock(),
-        )

@@ -71,14 +71,14 @@ class Serving:
 class Fleet:
     """Runners join (a RunnerRecord), beat every tick (a row, not an event) and leave.
 
-    The reads take the views as they stand: catch the projections up first, as a tick does.
+    The reads see every runner recorded before them: the rows catch the runners view up first.
     """
 
     def __init__(
         self,
+        *,
         app: LedgerApp,
         rows: RunnerRows,
-        *,
         gone_after_s: float,
         clock: Callable[[], datetime],
     ) -> None:

@@ -7,6 +7,7 @@ from runledger.application.modules.deadline import call_with_deadline
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.groups import Group
 from runledger.application.services.leases import CORE_LEASE, CoreLease
+from runledger.application.services.serving import unserved
 from runledger.application.settings import Settings
 from runledger.domain.resource import PLACEHOLDER_KIND
 
@@ -38,6 +39,20 @@ class GiveBack:
         """What the call needs, as a person names it: an action id or a lease id."""
         head = group.head
         return head.ref.partition("#")[0] if group.is_lease else (head.action or "")
+
+    def verdict(self, group: Group) -> Verdict:
+        """The call's verdict; or, for what this process has not loaded (and no live runner
+        serves, or the group would have been left to it), a retry spaced by the back-off, so a
+        runner restarting for a minute costs nothing, until the attempts run out."""
+        if self.served_here(group):
+            return self.call(group)
+        need = self.needs(group)
+        attempt = max(e.attempts for e in group.claimed.values())
+        if attempt < self.settings.max_revert_attempts:
+            return Verdict("retry", unserved(need))
+        return Verdict(
+            "terminal", f'no module registers "{need}", so its resources cannot be given back'
+        )
 
     def call(self, group: Group) -> Verdict:
         seconds = self.budget(group).total_seconds()

@@ -5,7 +5,7 @@ from itertools import groupby
 from uuid import UUID
 
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
-from runledger.projections.queries import EntryRow
+from runledger.projections.rows import EntryRow
 
 
 @dataclass

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from runledger.application.errors import BadRequest, NotFound
-from runledger.application.parts import Service
+from runledger.application.settings import Settings
+from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run
 from runledger.domain.status import CleanupStatus, cleanup_status
 from runledger.domain.step import Step
+from runledger.projections.backend import Backend
+from runledger.projections.queries import Queries
 
 STATE_FIELDS = (
     "state",
@@ -77,14 +81,28 @@ class Stepping:
     total: int = 0
 
 
-class History(Service):
+class History:
     """Reads the store itself (never the projections' opinion) to answer for the past."""
+
+    def __init__(
+        self,
+        *,
+        app: LedgerApp,
+        backend: Backend,
+        queries: Queries,
+        settings: Settings,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.app = app
+        self.backend = backend
+        self.queries = queries
+        self.settings = settings
+        self.clock = clock
 
     def replay(
         self, run_id: UUID, as_of: datetime | None = None, entry_ref: str | None = None
     ) -> Replay:
         """Every event of a run and of its ledger entries, in store order."""
-        self.projector.catch_up()
         entries = [
             e.entry_id
             for e in self.queries.entries(run_id)

@@ -48,6 +48,7 @@ class CoreLease:
 
     def __init__(
         self,
+        *,
         app: LedgerApp,
         registry: Registry,
         settings: Settings,

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
@@ -12,13 +12,13 @@ from pydantic import ValidationError
 
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.modules.answers import NamedResource
-from runledger.application.parts import Service
 from runledger.application.services.inputs import person, reason
-from runledger.application.store.ledger_app import LedgerApp
+from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.errors import RunNotRunning
-from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
+from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.runlog import LogEntry
+from runledger.projections.queries import Queries
 
 
 def save_with_retry(
@@ -41,18 +41,21 @@ def save_with_retry(
     return 0
 
 
-class Ledger(Service):
+class Ledger:
     """Recording what runs change in the world, and the decisions people make about it."""
 
-    def start_run(self, name: str, run_id: UUID | None = None) -> UUID:
-        run = Run.start(run_id or uuid4(), name, self.clock())
-        self.app.save(run)
-        return run.id
-
-    def complete_run(self, run_id: UUID) -> None:
-        run = self.get_run(run_id)
-        run.complete(self.clock())
-        self.app.save(run)
+    def __init__(
+        self,
+        *,
+        app: LedgerApp,
+        streams: Streams,
+        queries: Queries,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.app = app
+        self.streams = streams
+        self.queries = queries
+        self.clock = clock
 
     def abort_run(self, run_id: UUID, why: str, by: str | None = None) -> None:
         run = self.get_run(run_id)
@@ -69,7 +72,6 @@ class Ledger(Service):
         if cleanup:
             self.app.save(run)
             return 0
-        self.projector.catch_up()
         ids = [e.entry_id for e in self.queries.unresolved_entries(run_id)]
         kept = [e for e in self.streams.load(Resource, ids).values() if e.unresolved]
         for entry in kept:
@@ -97,31 +99,6 @@ class Ledger(Service):
             action=action,
             idempotency_key=idempotency_key,
             payload={"action": action},
-        )
-
-    def record_lease(
-        self,
-        run_id: UUID,
-        *,
-        step: str,
-        module: str,
-        lease_id: str,
-        target: str,
-        baseline: Any,
-        applied: Any,
-        until: datetime,
-        idempotency_key: str,
-    ) -> UUID:
-        return self._record(
-            run_id,
-            step=step,
-            kind=LEASE_KIND,
-            ref=f"{lease_id}#{target}",
-            module=module,
-            action="core.lease",
-            idempotency_key=idempotency_key,
-            payload={"baseline": baseline, "applied": applied},
-            until=until,
         )
 
     def supersede(
@@ -161,25 +138,6 @@ class Ledger(Service):
                 entry.keep(placeholder.kept_by, now)
         self.app.save(*created, *also)
         return ids
-
-    def claim(self, entry_id: UUID, worker: str, expires_at: datetime, max_attempts: int) -> bool:
-        """Take one entry for one revert attempt. Of racing workers exactly one wins."""
-        entry = self._entry(entry_id)
-        now = self.clock()
-        if not entry.retryable(now, max_attempts):
-            return False
-        entry.claim_revert(worker, now, expires_at, max_attempts)
-        try:
-            self.app.save(entry)
-        except IntegrityError:
-            return False
-        return True
-
-    def keep(self, entry_id: UUID, by: str) -> None:
-        person(by, "keeping an entry")
-        entry = self._entry(entry_id)
-        entry.keep(by, self.clock())
-        self.app.save(entry)
 
     def _record(self, run_id: UUID, **fields: Any) -> UUID:
         run = self.get_run(run_id)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -8,12 +9,15 @@ from typing import Any
 
 from runledger.application.modules.answers import parse_reconcile
 from runledger.application.modules.deadline import call_with_deadline
-from runledger.application.parts import Service
+from runledger.application.modules.protocol import Registry
 from runledger.application.services.ledger import save_with_retry
+from runledger.application.settings import Settings
+from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import MAX_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
 from runledger.domain.runlog import LogEntry
 from runledger.domain.values import text_problem
-from runledger.projections.queries import EntryRow
+from runledger.projections.queries import Queries
+from runledger.projections.rows import EntryRow
 
 log = logging.getLogger("runledger.reconcile")
 
@@ -30,18 +34,34 @@ class ReconcileSummary:
     unanswered: int = 0
 
 
-class Reconciler(Service):
+class Reconciler:
     """Answers "is any of it still there?" for one module's live entries, and settles expiries.
 
     The owner is always the caller's binding (the loader's), never a module's argument, so a
     module cannot close another module's entries.
     """
 
+    def __init__(
+        self,
+        *,
+        app: LedgerApp,
+        streams: Streams,
+        queries: Queries,
+        registry: Registry,
+        settings: Settings,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.app = app
+        self.streams = streams
+        self.queries = queries
+        self.registry = registry
+        self.settings = settings
+        self.clock = clock
+
     def expire(self, owner: str, kind: Any, ref: Any) -> dict[str, int]:
         """The world ended one of the owner's resources at its deadline."""
         if not _valid_name(kind, MAX_KIND) or not _valid_name(ref, MAX_REF):
             return {"expired": 0}
-        self.projector.catch_up()
         ids = [
             e.entry_id
             for e in self.queries.unresolved_matching(owner, kind, ref)
@@ -54,11 +74,9 @@ class Reconciler(Service):
             return [x for e in entries if e.unresolved for x in _expire(e, owner, now)]
 
         changed = save_with_retry(self.app, decide)
-        self.projector.catch_up()
         return {"expired": changed // 2}
 
     def reconcile_module(self, owner: str) -> ReconcileSummary:
-        self.projector.catch_up()
         summary = ReconcileSummary()
         rows = self.queries.live_named_entries(owner)
 
@@ -67,12 +85,10 @@ class Reconciler(Service):
 
         for _, members in groupby(sorted(rows, key=key), key=key):
             self._reconcile_group(owner, list(members), summary)
-        self.projector.catch_up()
         return summary
 
     def reconcile_all(self) -> dict[str, ReconcileSummary]:
         """Core's own boot: ask every module that owns a live entry."""
-        self.projector.catch_up()
         found: dict[str, ReconcileSummary] = {}
         for owner in self.queries.modules_with_live_entries():
             try:

@@ -58,11 +58,11 @@ class Runner:
 
     def __init__(
         self,
+        *,
         runs: Runs,
         cleanup: Cleanup,
         reconciler: Reconciler,
         worker: str,
-        *,
         fleet: Fleet,
         loaded: Loaded,
         observe: Observer | None = None,

@@ -5,24 +5,28 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.errors import OUTAGES, BadRequest, Conflict
-from runledger.application.parts import Parts, Service
+from runledger.application.modules.protocol import Registry
 from runledger.application.services.dispatch import Dispatcher
 from runledger.application.services.inputs import person
 from runledger.application.services.leases import CORE_LEASE, CoreLease
 from runledger.application.services.ledger import Ledger
 from runledger.application.services.serving import ServedElsewhere, nowhere, served_nowhere
 from runledger.application.services.spec_input import parse_spec
+from runledger.application.settings import Settings
+from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.progress import PhaseStatus, describe, ready_at, times
 from runledger.domain.run import Run
 from runledger.domain.spec import RunSpec
 from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
+from runledger.projections.queries import Queries
 
 log = logging.getLogger("runledger.runs")
 
@@ -59,29 +63,34 @@ class TickBudget:
         self.run_left -= 1
 
 
-class Runs(Service):
+class Runs:
     """Runs executing their specs: starting, the advance leg, and a person's controls."""
 
     def __init__(
         self,
-        parts: Parts,
+        *,
+        app: LedgerApp,
+        streams: Streams,
+        queries: Queries,
         ledger: Ledger,
+        dispatcher: Dispatcher,
         core_lease: CoreLease,
+        registry: Registry,
+        settings: Settings,
+        clock: Callable[[], datetime],
         serving: Callable[[], ServedElsewhere] = served_nowhere,
     ) -> None:
-        super().__init__(parts)
+        self.app = app
+        self.streams = streams
+        self.queries = queries
         self.ledger = ledger
+        self.dispatcher = dispatcher
         self.core_lease = core_lease
+        self.registry = registry
+        self.settings = settings
+        self.clock = clock
         self.serving = serving
         self.elsewhere: ServedElsewhere = nowhere
-        self.dispatcher = Dispatcher(
-            app=parts.app,
-            ledger=ledger,
-            registry=parts.registry,
-            core_lease=core_lease,
-            settings=parts.settings,
-            clock=parts.clock,
-        )
         self._after: UUID | None = None
         self._first: list[UUID] = []
 
@@ -125,7 +134,6 @@ class Runs(Service):
 
     def advance_leg(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
         """Dispatch due steps, within the tick's bounds, and move phases on."""
-        self.projector.catch_up()
         self.elsewhere = self.dispatcher.elsewhere = self.serving()
         report = AdvanceReport()
         budget = TickBudget(self.settings.steps_per_tick, self.settings.steps_per_run_tick)

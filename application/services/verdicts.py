@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from runledger.application.modules.answers import Verdict
 from runledger.application.services.groups import Group
@@ -127,3 +127,14 @@ def _judge(
     retry_at = backoff.next_attempt(attempt, max_attempts, now, random.random())
     entry.fail_revert(worker, attempt, mode, error, now, next_attempt_at=retry_at)
     counts.failed += 1
+
+
+def swept_line(run_id: UUID, summary: Summary, at: datetime) -> LogEntry:
+    """The one log line a pass over a run ends with."""
+    return LogEntry(
+        key=f"swept|{run_id}|{uuid4()}",
+        run_id=run_id,
+        kind="cleanup.swept",
+        detail=asdict(summary),
+        at=at,
+    )
