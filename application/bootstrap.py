@@ -59,7 +59,7 @@ class Runledger:
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
-    telemetry: Telemetry = field(default_factory=Telemetry)
+    telemetry: Telemetry
 
     @property
     def loaded(self) -> Loaded:
@@ -102,6 +102,7 @@ def bootstrap(
     settings: Settings | None = None,
     registry: Registry | None = None,
     clock: Callable[[], datetime] = utc_now,
+    telemetry: Telemetry | None = None,
 ) -> Runledger:
     """The composition root. Opens the configured store, which must have been initialised.
 
@@ -109,6 +110,7 @@ def bootstrap(
     folder of RUNLEDGER_MODULES_DIR. A registry given by the caller (a test) is used as it is.
     """
     settings = settings or Settings.from_env()
+    telemetry = telemetry or Telemetry()
     load = registry is None
     registry = registry if registry is not None else Registry()
     app, backend = open_app(store_config(settings.database_url))
@@ -137,7 +139,12 @@ def bootstrap(
         streams=streams,
         queries=queries,
         ledger=ledger,
-        give_back=GiveBack(registry=registry, core_lease=core_lease, settings=settings),
+        give_back=GiveBack(
+            registry=registry,
+            core_lease=core_lease,
+            settings=settings,
+            observe=telemetry.module_call,
+        ),
         settings=settings,
         clock=clock,
         serving=serving,
@@ -171,6 +178,7 @@ def bootstrap(
                 core_lease=core_lease,
                 settings=settings,
                 clock=clock,
+                observe=telemetry.module_call,
             ),
             core_lease=core_lease,
             registry=registry,
@@ -190,6 +198,7 @@ def bootstrap(
             clock=clock,
         ),
         clock=clock,
+        telemetry=telemetry,
     )
     if load:
         load_modules(rl)

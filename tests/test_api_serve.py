@@ -172,6 +172,14 @@ def test_a_served_run_is_given_back_cleaned_up_by_a_named_operator_and_serve_sto
     acted = {(line["event"], line["actor"]) for line in replay["lines"]}
     assert {("Started", "alice"), ("AttemptsReset", "alice")} <= acted
 
+    # The runner inside serve counted its module calls and ticks into the one /metrics.
+    metrics = served.client.get("/metrics").text
+    assert 'runledger_module_call_seconds_count{action="sandbox.spawn",outcome="ok"}' in metrics
+    assert (
+        'runledger_module_call_seconds_count{action="sandbox.spawn",outcome="terminal"}' in metrics
+    )
+    assert 'runledger_leg_seconds_count{leg="cleanup"}' in metrics
+
     served.process.send_signal(signal.SIGTERM)  # our own child, by its pid
     try:
         code = served.process.wait(timeout=10)

@@ -25,9 +25,8 @@ def _runner_thread(
 ) -> threading.Thread:
     """A runner on its own composition root (the services keep per-tick state on themselves),
     sharing the modules this process loaded."""
-    own = bootstrap(rl.settings, rl.registry, clock=rl.clock)
+    own = bootstrap(rl.settings, rl.registry, clock=rl.clock, telemetry=rl.telemetry)
     own.modules = rl.modules
-    own.telemetry = rl.telemetry
 
     def work() -> None:
         try:
