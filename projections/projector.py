@@ -3,6 +3,7 @@ transaction projects the same rows ~20x (SQLite) to ~40x (PostgreSQL) faster (be
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -81,6 +82,7 @@ class Projector:
         transcoder: Any = app.mapper.transcoder
         self.transcodings = transcoder.names
         self.stuck: dict[str, Stuck] = {}
+        self._one_at_a_time = threading.Lock()
         self._topics = frozenset().union(*(v.topics() for v in self.views))
 
     @property
@@ -98,7 +100,15 @@ class Projector:
             return {row["name"]: int(row["position"]) for row in cursor.fetchall()}
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply everything the store holds now; answers the lowest position reached."""
+        """Apply everything the store holds now; answers the lowest position reached.
+
+        One thread of a process catches up at a time: the API's request threads all read fresh,
+        and a second catch-up at once would only wait on the store's write lock for the same
+        page (on SQLite, for seconds)."""
+        with self._one_at_a_time:
+            return self._catch_up(progress)
+
+    def _catch_up(self, progress: Progress | None) -> int:
         live, reached, peeked = self._pending()
         try:
             while live:
