@@ -7,6 +7,7 @@ from pathlib import Path
 
 from runledger.application.modules.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
 from runledger.application.modules.protocol import Registry
+from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.dispatch import Dispatcher
 from runledger.application.services.fleet import Fleet, Loaded
@@ -19,13 +20,17 @@ from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runner import Runner
 from runledger.application.services.runs import Runs
 from runledger.application.services.serving import served_by
+from runledger.application.services.tokens import Tokens
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
+from runledger.application.telemetry import Telemetry
 from runledger.projections.backend import Backend
+from runledger.projections.pages import Pages
 from runledger.projections.projector import Projector
 from runledger.projections.queries import Queries
 from runledger.projections.read_model import ReadModel
 from runledger.projections.runners import RunnerRows
+from runledger.projections.tokens import TokenRows
 
 
 def utc_now() -> datetime:
@@ -48,9 +53,13 @@ class Runledger:
     runs: Runs
     history: History
     fleet: Fleet
+    pages: Pages
+    tokens: Tokens
+    bulk: Bulk
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
+    telemetry: Telemetry
 
     @property
     def loaded(self) -> Loaded:
@@ -64,6 +73,7 @@ class Runledger:
             worker=worker_name(worker),
             fleet=self.fleet,
             loaded=self.loaded,
+            observe=self.telemetry.tick,
         )
 
     def close(self) -> None:
@@ -92,6 +102,7 @@ def bootstrap(
     settings: Settings | None = None,
     registry: Registry | None = None,
     clock: Callable[[], datetime] = utc_now,
+    telemetry: Telemetry | None = None,
 ) -> Runledger:
     """The composition root. Opens the configured store, which must have been initialised.
 
@@ -99,6 +110,7 @@ def bootstrap(
     folder of RUNLEDGER_MODULES_DIR. A registry given by the caller (a test) is used as it is.
     """
     settings = settings or Settings.from_env()
+    telemetry = telemetry or Telemetry()
     load = registry is None
     registry = registry if registry is not None else Registry()
     app, backend = open_app(store_config(settings.database_url, settings.connect_timeout_s))
@@ -121,6 +133,22 @@ def bootstrap(
         clock=clock,
     )
     serving = served_by(fleet, clock)
+    pages = Pages(backend, fresh=fresh)
+    cleanup = Cleanup(
+        app=app,
+        streams=streams,
+        queries=queries,
+        ledger=ledger,
+        give_back=GiveBack(
+            registry=registry,
+            core_lease=core_lease,
+            settings=settings,
+            observe=telemetry.module_call,
+        ),
+        settings=settings,
+        clock=clock,
+        serving=serving,
+    )
     rl = Runledger(
         settings=settings,
         app=app,
@@ -129,16 +157,7 @@ def bootstrap(
         queries=queries,
         registry=registry,
         ledger=ledger,
-        cleanup=Cleanup(
-            app=app,
-            streams=streams,
-            queries=queries,
-            ledger=ledger,
-            give_back=GiveBack(registry=registry, core_lease=core_lease, settings=settings),
-            settings=settings,
-            clock=clock,
-            serving=serving,
-        ),
+        cleanup=cleanup,
         reconciler=Reconciler(
             app=app,
             streams=streams,
@@ -159,6 +178,7 @@ def bootstrap(
                 core_lease=core_lease,
                 settings=settings,
                 clock=clock,
+                observe=telemetry.module_call,
             ),
             core_lease=core_lease,
             registry=registry,
@@ -168,7 +188,17 @@ def bootstrap(
         ),
         history=History(app=app, backend=backend, queries=queries, settings=settings, clock=clock),
         fleet=fleet,
+        pages=pages,
+        tokens=Tokens(app=app, rows=TokenRows(backend, fresh=fresh), clock=clock),
+        bulk=Bulk(
+            queries=queries,
+            pages=pages,
+            cleanup=cleanup,
+            max_attempts=settings.max_revert_attempts,
+            clock=clock,
+        ),
         clock=clock,
+        telemetry=telemetry,
     )
     if load:
         load_modules(rl)

@@ -11,9 +11,11 @@ from runledger.domain.text import safe_text
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
 
 __all__ = [
+    "BadQuery",
     "BadRequest",
     "CannotCatchUp",
     "ConfigError",
+    "Conflict",
     "NotFound",
     "NotInitialised",
     "ProjectionStuck",
@@ -61,6 +63,15 @@ class NotFound(RunledgerError):
 
 class BadRequest(RunledgerError):
     """The input was refused; nothing was written."""
+
+
+class BadQuery(BadRequest):
+    """A query parameter was refused (the HTTP API says where it was)."""
+
+
+class Conflict(BadRequest):
+    """The request is well formed but the state of things refuses it (a run that already ended,
+    a cleanup while the run is running, a plan that no longer matches); nothing was written."""
 
 
 STORE_ERRORS: tuple[type[BaseException], ...] = (

@@ -19,6 +19,7 @@ class Run(Aggregate):
         name: str
         at: datetime
         spec: dict[str, Any] | None = None
+        by: str | None = None
 
     class PhaseAdvanced(Aggregate.Event):
         phase: int
@@ -37,17 +38,26 @@ class Run(Aggregate):
     class Aborted(Aggregate.Event):
         reason: str
         at: datetime
+        by: str | None = None
 
     @classmethod
     def start(
-        cls, run_id: UUID, name: str, at: datetime, spec: dict[str, Any] | None = None
+        cls,
+        run_id: UUID,
+        name: str,
+        at: datetime,
+        spec: dict[str, Any] | None = None,
+        by: str | None = None,
     ) -> Run:
-        return cls._create(cls.Started, id=run_id, name=name, at=at, spec=spec)
+        return cls._create(cls.Started, id=run_id, name=name, at=at, spec=spec, by=by)
 
     @event(Started)
-    def __init__(self, name: str, at: datetime, spec: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, name: str, at: datetime, spec: dict[str, Any] | None = None, by: str | None = None
+    ) -> None:
         self.name = name
         self.spec = spec
+        self.started_by = by
         self.status: RunStatus = "running"
         self.started_at = at
         self.ended_at: datetime | None = None
@@ -73,9 +83,9 @@ class Run(Aggregate):
         self._guard_running()
         self._cancelled(by=by, cleanup=cleanup, at=at)
 
-    def abort(self, reason: str, at: datetime) -> None:
+    def abort(self, reason: str, at: datetime, by: str | None = None) -> None:
         self._guard_running()
-        self._aborted(reason=reason, at=at)
+        self._aborted(reason=reason, at=at, by=by)
 
     def _guard_running(self) -> None:
         if self.is_terminal:
@@ -97,6 +107,6 @@ class Run(Aggregate):
         self.ended_at = at
 
     @event(Aborted)
-    def _aborted(self, reason: str, at: datetime) -> None:
+    def _aborted(self, reason: str, at: datetime, by: str | None = None) -> None:
         self.status = "aborted"
         self.ended_at = at

@@ -25,6 +25,7 @@ TABLES = (
     "rl_steps",
     "rl_runners",
     "rl_heartbeats",
+    "rl_tokens",
 )
 
 

@@ -3,6 +3,7 @@ transaction projects the same rows ~20x (SQLite) to ~40x (PostgreSQL) faster (be
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ from runledger.projections.views.run_log import RunLogView
 from runledger.projections.views.runners import RunnersView
 from runledger.projections.views.runs import RunsView
 from runledger.projections.views.steps import StepsView
+from runledger.projections.views.tokens import TokensView
 
 PAGE = 2_000
 Progress = Callable[[int, int], None]
@@ -41,7 +43,7 @@ class View(Protocol):
 
 
 def all_views() -> list[View]:
-    return [RunsView(), ResourcesView(), StepsView(), RunLogView(), RunnersView()]
+    return [RunsView(), ResourcesView(), StepsView(), RunLogView(), RunnersView(), TokensView()]
 
 
 Peek = tuple[int, list[Note]]
@@ -80,6 +82,7 @@ class Projector:
         transcoder: Any = app.mapper.transcoder
         self.transcodings = transcoder.names
         self.stuck: dict[str, Stuck] = {}
+        self._one_at_a_time = threading.Lock()
         self._topics = frozenset().union(*(v.topics() for v in self.views))
 
     @property
@@ -97,7 +100,15 @@ class Projector:
             return {row["name"]: int(row["position"]) for row in cursor.fetchall()}
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply everything the store holds now; answers the lowest position reached."""
+        """Apply everything the store holds now; answers the lowest position reached.
+
+        One thread of a process catches up at a time: the API's request threads all read fresh,
+        and a second catch-up at once would only wait on the store's write lock for the same
+        page (on SQLite, for seconds)."""
+        with self._one_at_a_time:
+            return self._catch_up(progress)
+
+    def _catch_up(self, progress: Progress | None) -> int:
         live, reached, peeked = self._pending()
         try:
             while live:
@@ -136,6 +147,10 @@ class Projector:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"projections did not reach position {position}")
             time.sleep(0.02)
+
+    def head(self) -> int:
+        """The store's last position."""
+        return self.recorder.max_notification_id() or 0
 
     def behind(self) -> int:
         """How many positions the furthest-behind view has still to read."""

@@ -70,12 +70,14 @@ class Queries:
             return []
         rows = self._rows(
             f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
+                u.ended_at,
                 COUNT(r.entry_id) AS entries,
                 SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
                 SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
             FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
             WHERE u.run_id IN ({self.backend.markers(len(run_ids))})
-            GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at
+            GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
+                u.ended_at
             ORDER BY u.started_at, u.run_id""",
             [max_attempts, now.timestamp(), *[str(r) for r in run_ids]],
         )

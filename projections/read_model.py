@@ -17,6 +17,9 @@ class ReadModel(Protocol):
         """Return once every view has reached ``position`` (a write just made); raise if not
         within ``timeout`` seconds."""
 
+    def head(self) -> int:
+        """The store's last position."""
+
     def behind(self) -> int:
         """How many positions the furthest-behind view has still to read."""
 

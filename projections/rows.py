@@ -82,6 +82,8 @@ class RunRow:
     unresolved: int
     ended_by: str | None
     end_reason: str | None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
     @classmethod
     def of(cls, row: Any) -> RunRow:
@@ -101,6 +103,8 @@ class RunRow:
             unresolved=unresolved,
             ended_by=row["ended_by"],
             end_reason=row["end_reason"],
+            started_at=_time(row["started_at"]),
+            ended_at=_time(row["ended_at"]),
         )
 
 

@@ -73,6 +73,13 @@ TABLE_DDL: dict[str, list[str]] = {
             stopped_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS {ix_rl_runners}_started ON {rl_runners} (started_at)",
     ],
+    "rl_tokens": [
+        """CREATE TABLE IF NOT EXISTS {rl_tokens} (
+            token_id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,
+            digest TEXT NOT NULL, issued_by TEXT NOT NULL, issued_at DOUBLE PRECISION NOT NULL,
+            revoked_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS {ix_rl_tokens}_digest ON {rl_tokens} (digest)",
+    ],
     # Not a view: a liveness signal the runners overwrite every tick (projections/runners.py
     # says why it is not an event). No projection reads or rebuilds it.
     "rl_heartbeats": [

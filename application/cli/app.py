@@ -20,8 +20,10 @@ from runledger.application.cli import (
     runner,
     runs,
     sandbox,
+    serve,
     step,
     store,
+    tokens,
 )
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
@@ -54,10 +56,12 @@ COMMANDS = (
     projections.rebuild,
     step.step,
     fleet.runners,
+    serve.serve,
 )
 for command in COMMANDS:
     app.command()(command)
 app.add_typer(sandbox.app, name="sandbox")
+app.add_typer(tokens.app, name="token")
 
 
 def _show_version(asked: bool) -> None:

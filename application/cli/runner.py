@@ -20,7 +20,7 @@ from runledger.application.cli.errors import guarded
 def tick(worker: Annotated[str, typer.Option(help="this runner's name")] = "") -> None:
     """Run one tick as a runner: join, the advance leg, the cleanup leg, leave."""
     with guarded(bootstrap) as rl:
-        runner = guarded(lambda: rl.runner(worker or _default_worker()))
+        runner = guarded(lambda: rl.runner(worker or default_worker()))
         report = guarded(runner.once)
         console.print(f"advance: {safe_text(report.advance)}")
         for run_id, summary in report.swept.items():
@@ -37,11 +37,11 @@ def runner(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     with guarded(bootstrap) as rl:
-        name = worker or _default_worker()
+        name = worker or default_worker()
         console.print(f"runner {safe_text(name)} ticking every {interval:g}s")
         ticks = guarded(lambda: rl.runner(name)).run(interval, stop)
         console.print(f"runner {safe_text(name)} stopped after {ticks} ticks")
 
 
-def _default_worker() -> str:
+def default_worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"

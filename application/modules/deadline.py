@@ -37,6 +37,15 @@ class Malformed:
 
 
 Outcome = Returned | Raised | TimedOut | Malformed
+
+CallObserver = Callable[[str, str, float], None]
+"""Told of each module call a service makes: the action (or lease), its outcome, its seconds."""
+
+
+def unobserved(action: str, outcome: str, seconds: float) -> None:
+    """Nobody is counting."""
+
+
 STOP_GRACE_S = 0.5
 
 

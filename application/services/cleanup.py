@@ -11,7 +11,7 @@ from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.errors import OUTAGES, BadRequest
+from runledger.application.errors import OUTAGES, Conflict
 from runledger.application.modules.answers import Verdict
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group, group_entries
@@ -116,7 +116,7 @@ class Cleanup:
         person(by, "a manual cleanup")
         run = self.ledger.get_run(run_id)
         if not run.is_terminal:
-            raise BadRequest(f"run {run_id} is still running; its ledger is still growing")
+            raise Conflict(f"run {run_id} is still running; its ledger is still growing")
         now = self.clock()
         ids = [e.entry_id for e in self.queries.unresolved_entries(run_id)]
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Literal
@@ -9,7 +10,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.modules.answers import PerformDone, PerformFailed, parse_perform
-from runledger.application.modules.deadline import call_with_deadline
+from runledger.application.modules.deadline import CallObserver, call_with_deadline, unobserved
 from runledger.application.modules.protocol import Action, Registry
 from runledger.application.services.leases import CORE_LEASE, CoreLease
 from runledger.application.services.ledger import Ledger
@@ -35,7 +36,9 @@ class Dispatcher:
         core_lease: CoreLease,
         settings: Settings,
         clock: Callable[[], datetime],
+        observe: CallObserver = unobserved,
     ) -> None:
+        self.observe = observe
         self.app = app
         self.ledger = ledger
         self.registry = registry
@@ -68,12 +71,15 @@ class Dispatcher:
         placeholder = self.ledger.record_placeholder(
             run_id, step.step_id, self._owner(step, action), step.action, step.idempotency_key
         )
+        started = time.perf_counter()
         outcome = call_with_deadline(
             action.perform,
             {"params": step.params, "idempotency_key": step.idempotency_key, "run_id": str(run_id)},
             budget_ms / 1000,
         )
         answer = parse_perform(outcome, step.action)
+        done = "ok" if isinstance(answer, PerformDone) else "failed"
+        self.observe(step.action, done, time.perf_counter() - started)
         if isinstance(answer, PerformDone):
             step.succeed(worker, len(answer.resources), self.clock())
             self.ledger.supersede(placeholder, answer.resources, also=[step])

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from runledger.application.modules.answers import Verdict, classify_restore, classify_revert
-from runledger.application.modules.deadline import call_with_deadline
+from runledger.application.modules.deadline import CallObserver, call_with_deadline, unobserved
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.groups import Group
 from runledger.application.services.leases import CORE_LEASE, CoreLease
@@ -16,10 +17,18 @@ class GiveBack:
     """One call that gives a group back through its module, under the call's deadline, and the
     verdict its answer is worth. Nothing here writes to the ledger."""
 
-    def __init__(self, *, registry: Registry, core_lease: CoreLease, settings: Settings) -> None:
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        core_lease: CoreLease,
+        settings: Settings,
+        observe: CallObserver = unobserved,
+    ) -> None:
         self.registry = registry
         self.core_lease = core_lease
         self.settings = settings
+        self.observe = observe
 
     def budget(self, group: Group) -> timedelta:
         action = None if group.is_lease else self.registry.action(group.head.action)
@@ -45,7 +54,10 @@ class GiveBack:
         serves, or the group would have been left to it), a retry spaced by the back-off, so a
         runner restarting for a minute costs nothing, until the attempts run out."""
         if self.served_here(group):
-            return self.call(group)
+            started = time.perf_counter()
+            verdict = self.call(group)
+            self.observe(self.needs(group), verdict.outcome, time.perf_counter() - started)
+            return verdict
         need = self.needs(group)
         attempt = max(e.attempts for e in group.claimed.values())
         if attempt < self.settings.max_revert_attempts:

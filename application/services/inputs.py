@@ -20,4 +20,4 @@ def worker_name(name: str) -> str:
 
 
 def reason(text: str) -> str:
-    return check_text(text, "reason", limit=MAX_TEXT)
+    return check_text(text, "reason", limit=MAX_TEXT, empty=False)

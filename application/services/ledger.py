@@ -57,9 +57,9 @@ class Ledger:
         self.queries = queries
         self.clock = clock
 
-    def abort_run(self, run_id: UUID, why: str) -> None:
+    def abort_run(self, run_id: UUID, why: str, by: str | None = None) -> None:
         run = self.get_run(run_id)
-        run.abort(reason(why), self.clock())
+        run.abort(reason(why), self.clock(), None if by is None else person(by, "aborting a run"))
         self.app.save(run)
 
     def cancel_run(self, run_id: UUID, by: str, *, cleanup: bool) -> int:

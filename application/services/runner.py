@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -39,6 +41,10 @@ class TickReport:
     swept: dict[UUID, Summary]
 
 
+Observer = Callable[[TickReport, float, float], None]
+"""Told of each tick: its report, the advance leg's and the cleanup leg's seconds."""
+
+
 class Runner:
     """The tick: the advance leg, then the cleanup leg, so a run that ends in a tick is given
     back in the same tick. A runner records itself in the store (Fleet): it joins before its first
@@ -59,6 +65,7 @@ class Runner:
         worker: str,
         fleet: Fleet,
         loaded: Loaded,
+        observe: Observer | None = None,
     ) -> None:
         self.runs = runs
         self.cleanup = cleanup
@@ -66,14 +73,20 @@ class Runner:
         self.worker = worker
         self.fleet = fleet
         self.loaded = loaded
+        self.observe = observe
         self.runner_id: UUID | None = None
         self.trouble: str | None = None
         self.stuck = False
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
+        started = time.perf_counter()
         advance = self.runs.advance_leg(self.worker, stop)
+        advanced = time.perf_counter()
         swept = {} if stop is not None and stop.is_set() else self.cleanup.sweep(self.worker, stop)
-        return TickReport(advance, swept)
+        report = TickReport(advance, swept)
+        if self.observe is not None:
+            self.observe(report, advanced - started, time.perf_counter() - advanced)
+        return report
 
     def join(self) -> None:
         """Record this runner in the store, with what it loaded; ``run`` does it first."""

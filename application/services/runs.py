@@ -11,7 +11,7 @@ from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.errors import OUTAGES, BadRequest
+from runledger.application.errors import OUTAGES, BadRequest, Conflict
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.dispatch import Dispatcher
 from runledger.application.services.inputs import person
@@ -94,14 +94,17 @@ class Runs:
         self._after: UUID | None = None
         self._first: list[UUID] = []
 
-    def start(self, document: str | dict[str, Any], run_id: UUID | None = None) -> UUID:
+    def start(
+        self, document: str | dict[str, Any], run_id: UUID | None = None, by: str | None = None
+    ) -> UUID:
         """Validate a spec against the loaded modules and start it; nothing is written if the
         spec is refused."""
         spec = parse_spec(document)
         self.elsewhere = self.serving()
         self._check_actions(spec)
         now = self.clock()
-        run = Run.start(run_id or uuid4(), spec.name, now, spec.model_dump(mode="json"))
+        starter = None if by is None else person(by, "starting a run")
+        run = Run.start(run_id or uuid4(), spec.name, now, spec.model_dump(mode="json"), starter)
         steps = [
             Step(run_id=run.id, step_id=s.id, phase=i, action=s.action, params=s.params, at=now)
             for i, phase in enumerate(spec.phases)
@@ -114,10 +117,12 @@ class Runs:
         """A person advances the current phase once its steps are done."""
         person(by, "advancing a phase")
         run, spec = self._load(run_id)
+        if run.is_terminal:
+            raise RunNotRunning(f"run {run_id} has already ended ({run.status})")
         phase = spec.phases[run.phase]
         steps = self._steps(run, run.phase)
         if any(s.state != "done" for s in steps):
-            raise BadRequest(f"Phase {phase.id} has steps still to finish")
+            raise Conflict(f"Phase {phase.id} has steps still to finish")
         return self._next_phase(run, spec, by)
 
     def describe(self, run_id: UUID) -> list[PhaseStatus]:

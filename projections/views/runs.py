@@ -57,7 +57,7 @@ def _(event: Run.Cancelled, row: Row | None) -> Row:
 
 @apply_run.register
 def _(event: Run.Aborted, row: Row | None) -> Row:
-    return _ended(row, event, "aborted", None, event.reason)
+    return _ended(row, event, "aborted", event.by, event.reason)
 
 
 class RunsView(RowView):

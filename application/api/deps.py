@@ -1,0 +1,64 @@
+"""What a route needs, as typed dependencies: the composition root, and who is asking."""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from runledger.application.bootstrap import Runledger
+from runledger.application.services.tokens import Actor
+from runledger.domain.token import Role, may
+
+bearer = HTTPBearer(auto_error=False, description="a token from `runledger token create`")
+
+
+def get_rl(request: Request) -> Runledger:
+    rl: Runledger = request.app.state.rl
+    return rl
+
+
+def get_writes(request: Request) -> threading.Lock:
+    """One write at a time per process: the services keep per-call state (what the live
+    runners serve, a sweep's place) on themselves."""
+    lock: threading.Lock = request.app.state.writes
+    return lock
+
+
+Rl = Annotated[Runledger, Depends(get_rl)]
+Writes = Annotated[threading.Lock, Depends(get_writes)]
+
+
+def _actor(rl: Rl, credentials: HTTPAuthorizationCredentials | None) -> Actor:
+    actor = rl.tokens.identify(credentials.credentials) if credentials is not None else None
+    if actor is None:
+        raise HTTPException(
+            status_code=401,
+            detail="a valid bearer token is needed (runledger token create NAME --role R)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return actor
+
+
+def role(needed: Role) -> object:
+    def check(
+        request: Request,
+        rl: Rl,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> Actor:
+        actor = _actor(rl, credentials)
+        request.state.actor = actor.name
+        if not may(actor.role, needed):
+            raise HTTPException(
+                status_code=403, detail=f"{actor.name} is a {actor.role}; this needs {needed}"
+            )
+        return actor
+
+    return Depends(check)
+
+
+Viewer = Annotated[Actor, role("viewer")]
+Operator = Annotated[Actor, role("operator")]
+Admin = Annotated[Actor, role("admin")]

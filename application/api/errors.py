@@ -1,0 +1,96 @@
+"""The application's refusals as HTTP answers: one sentence each, never a 500 for input.
+
+Refused input is answered 422 in the shape FastAPI gives its own validation errors, with the field
+the sentence names as its location; a state that refuses the request is 409; unknown is 404."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from runledger.application.errors import (
+    BadQuery,
+    BadRequest,
+    Conflict,
+    NotFound,
+    NotInitialised,
+    ProjectionStuck,
+    StoreError,
+)
+from runledger.domain.errors import DomainError
+from runledger.domain.text import safe_text
+from runledger.domain.values import UnsafeValue
+
+log = logging.getLogger("runledger.api")
+
+
+def _answer(status: int, error: BaseException) -> JSONResponse:
+    return JSONResponse({"detail": safe_text(str(error), 2_000)}, status_code=status)
+
+
+def _invalid(said: str, where: str = "body") -> JSONResponse:
+    """``said`` names its field first (``phases.0.steps.0.params.note: nan is not…``)."""
+    said = safe_text(said, 2_000)
+    field, sep, _ = said.partition(": ")
+    path = field.split(".") if sep and field and " " not in field else []
+    loc: list[str | int] = [where, *(int(p) if p.isdigit() else p for p in path)]
+    return JSONResponse(
+        {"detail": [{"loc": loc, "msg": said, "type": "value_error"}]}, status_code=422
+    )
+
+
+def _validation(error: RequestValidationError) -> JSONResponse:
+    """FastAPI's own 422, without echoing the input: a value that cannot be encoded (a lone
+    surrogate) must not turn a refusal into a 500."""
+    detail: list[dict[str, Any]] = [
+        {
+            "loc": [p if isinstance(p, int) else safe_text(str(p), 200) for p in e.get("loc", ())],
+            "msg": safe_text(str(e.get("msg", "")), 2_000),
+            "type": safe_text(str(e.get("type", "value_error")), 100),
+        }
+        for e in error.errors()
+    ]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+        return _validation(error)
+
+    @app.exception_handler(HTTPException)
+    async def http(request: Request, error: HTTPException) -> Response:
+        if error.status_code == 400:  # a body that is not even text: bad input like any other
+            return _invalid(f"body: {error.detail}")
+        return await http_exception_handler(request, error)
+
+    @app.exception_handler(NotFound)
+    def not_found(_: Request, error: NotFound) -> JSONResponse:
+        return _answer(404, error)
+
+    @app.exception_handler(UnsafeValue)
+    def unsafe(_: Request, error: UnsafeValue) -> JSONResponse:
+        return _invalid(str(error))
+
+    @app.exception_handler(DomainError)
+    def refused(_: Request, error: DomainError) -> JSONResponse:
+        return _answer(409, error)
+
+    @app.exception_handler(BadRequest)
+    def bad_request(_: Request, error: BadRequest) -> JSONResponse:
+        if isinstance(error, Conflict):
+            return _answer(409, error)
+        return _invalid(str(error), "query" if isinstance(error, BadQuery) else "body")
+
+    @app.exception_handler(StoreError)
+    @app.exception_handler(NotInitialised)
+    @app.exception_handler(ProjectionStuck)
+    def unavailable(_: Request, error: Exception) -> JSONResponse:
+        log.warning("store trouble: %s", safe_text(str(error), 500))
+        return _answer(503, error)

@@ -1,0 +1,34 @@
+"""Ledger entries: one entry, and its history version by version."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Query
+
+from runledger.application.api import reading
+from runledger.application.api.deps import Rl, Viewer
+from runledger.application.api.schemas import history, runs
+from runledger.application.api.schemas.common import MAX_INT
+from runledger.application.api.schemas.responses import ABOUT_ONE, AUTHENTICATED
+
+router = APIRouter(prefix="/admin/entries", tags=["entries"], responses=AUTHENTICATED | ABOUT_ONE)
+
+
+@router.get("/{entry_id}", response_model=runs.Entry)
+def get_entry(rl: Rl, _: Viewer, entry_id: UUID) -> runs.Entry:
+    return reading.known_entry(rl, entry_id)
+
+
+@router.get("/{entry_id}/history", response_model=history.EntryHistory)
+def entry_history(
+    rl: Rl,
+    _: Viewer,
+    entry_id: UUID,
+    upto: Annotated[
+        int | None, Query(ge=1, le=MAX_INT, description="read no further than this version")
+    ] = None,
+) -> history.EntryHistory:
+    """Each version's state, what changed, and for leases and drift the values side by side."""
+    return reading.stepping(rl.history.step(entry_id, upto))

@@ -1,0 +1,59 @@
+"""Liveness, readiness and metrics: open to the load balancer and the scraper, no token."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from runledger.application.api.deps import Rl
+from runledger.application.api.schemas import fleet
+from runledger.application.errors import STORE_ERRORS, RunledgerError
+from runledger.application.settings import store_config
+from runledger.domain.text import safe_text
+
+router = APIRouter(tags=["health"])
+
+MAX_LAG = 10_000
+"""Events a projection may be behind before the process says it is not ready."""
+
+
+@router.get("/healthz", response_model=fleet.Health)
+def healthz() -> fleet.Health:
+    """The process is up and answering."""
+    return fleet.Health(status="ok")
+
+
+@router.get("/readyz", response_model=fleet.Readiness, responses={503: {"model": fleet.Readiness}})
+def readyz(rl: Rl) -> JSONResponse:
+    """The store answers, no projection is stuck, and none is more than MAX_LAG events behind."""
+    checks = [_store(rl)]
+    if checks[0].ok:
+        checks.append(_projections(rl))
+    ready = fleet.Readiness(ready=all(c.ok for c in checks), checks=checks)
+    return JSONResponse(ready.model_dump(mode="json"), status_code=200 if ready.ready else 503)
+
+
+def _store(rl: Rl) -> fleet.Check:
+    try:
+        rl.projector.positions()
+    except (RunledgerError, *STORE_ERRORS) as error:  # type: ignore[misc]
+        return fleet.Check(name="store", ok=False, detail=safe_text(str(error), 300))
+    return fleet.Check(name="store", ok=True, detail=store_config(rl.settings.database_url).display)
+
+
+def _projections(rl: Rl) -> fleet.Check:
+    try:
+        rl.projector.catch_up()
+    except RunledgerError as error:
+        return fleet.Check(name="projections", ok=False, detail=safe_text(str(error), 300))
+    behind = rl.projector.behind()
+    if behind > MAX_LAG:
+        return fleet.Check(name="projections", ok=False, detail=f"{behind:,} events behind")
+    return fleet.Check(name="projections", ok=True, detail=f"{behind:,} events behind")
+
+
+@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+def metrics(request: Request) -> Response:
+    """Prometheus text format."""
+    return Response(generate_latest(request.app.state.metrics), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,107 @@
+"""Runs: list, read, start, advance, cancel, abort, clean up, replay."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Body, Query
+from pydantic import AwareDatetime
+
+from runledger.application.api import reading
+from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.schemas import history, runs
+from runledger.application.api.schemas.common import MAX_INT, StoredText
+from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
+from runledger.domain.run import RunStatus
+from runledger.domain.status import CleanupStatus
+from runledger.projections.pages import RunFilter
+
+router = APIRouter(
+    prefix="/admin/events/runs", tags=["runs"], responses=AUTHENTICATED | ABOUT_ONE | ACTING
+)
+
+
+@router.get("", response_model=runs.RunPage)
+def list_runs(
+    rl: Rl,
+    _: Viewer,
+    status: RunStatus | None = None,
+    cleanup_status: CleanupStatus | None = None,
+    name: Annotated[StoredText | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=reading.MAX_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> runs.RunPage:
+    """Runs newest first; pass `next_cursor` back as `cursor` for the next page."""
+    return reading.run_page(rl, RunFilter(status, cleanup_status, name), limit, cursor)
+
+
+@router.post("", response_model=runs.RunDetail, status_code=201)
+def start_run(
+    rl: Rl,
+    writes: Writes,
+    actor: Operator,
+    spec: Annotated[dict[str, Any], Body(description="the run's spec, as `runledger start` reads")],
+) -> runs.RunDetail:
+    with writes:
+        run_id = rl.runs.start(spec, by=actor.name)
+    return reading.run_detail(rl, run_id)
+
+
+@router.get("/{run_id}", response_model=runs.RunDetail)
+def get_run(rl: Rl, _: Viewer, run_id: UUID) -> runs.RunDetail:
+    return reading.run_detail(rl, run_id)
+
+
+@router.get("/{run_id}/log", response_model=runs.LogPage)
+def get_log(
+    rl: Rl,
+    _: Viewer,
+    run_id: UUID,
+    limit: Annotated[int, Query(ge=1, le=reading.MAX_PAGE * 10)] = 200,
+    before: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
+) -> runs.LogPage:
+    """The run's last lines, in store order; `earlier` pages back."""
+    return reading.log_page(rl, run_id, limit, before)
+
+
+@router.post("/{run_id}/advance", response_model=runs.Advanced)
+def advance_run(rl: Rl, writes: Writes, actor: Operator, run_id: UUID) -> runs.Advanced:
+    with writes:
+        said = rl.runs.advance(run_id, actor.name)
+    return runs.Advanced(run_id=run_id, message=said)
+
+
+@router.post("/{run_id}/cancel", response_model=runs.RunDetail)
+def cancel_run(
+    rl: Rl, writes: Writes, actor: Operator, run_id: UUID, body: runs.Cancel | None = None
+) -> runs.RunDetail:
+    with writes:
+        rl.ledger.cancel_run(run_id, actor.name, cleanup=body is None or body.cleanup)
+    return reading.run_detail(rl, run_id)
+
+
+@router.post("/{run_id}/abort", response_model=runs.RunDetail)
+def abort_run(
+    rl: Rl, writes: Writes, actor: Operator, run_id: UUID, body: runs.Abort
+) -> runs.RunDetail:
+    with writes:
+        rl.ledger.abort_run(run_id, body.reason, by=actor.name)
+    return reading.run_detail(rl, run_id)
+
+
+@router.post("/{run_id}/cleanup", response_model=runs.CleanupSummary)
+def clean_up_run(rl: Rl, writes: Writes, actor: Operator, run_id: UUID) -> runs.CleanupSummary:
+    """Ask again: reset the run's attempt counters and work it now, in the caller's name."""
+    reading.known_run(rl, run_id)
+    with writes:
+        summary = rl.cleanup.manual_cleanup(run_id, actor.name)
+    return reading.cleanup_summary(rl, run_id, summary)
+
+
+@router.get("/{run_id}/replay", response_model=history.Replay)
+def replay_run(
+    rl: Rl, _: Viewer, run_id: UUID, as_of: AwareDatetime | None = None
+) -> history.Replay:
+    """Every event of the run and its entries in store order, optionally as of a past time."""
+    return reading.replay(rl.history.replay(run_id, as_of))

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from uuid import UUID
+
+from pydantic import AwareDatetime, Field
+
+from runledger.application.api.schemas.common import Answer, Ask, StoredText
+from runledger.application.api.schemas.runs import CleanupSummary
+from runledger.domain.status import CleanupStatus
+
+
+class Selector(Ask):
+    """Which unresolved entries of ended runs to retry; every field narrows the selection."""
+
+    module: StoredText | None = Field(None, max_length=200)
+    action: StoredText | None = Field(None, max_length=400)
+    run_status: str | None = Field(None, pattern="^(completed|cancelled|aborted)$")
+    cleanup_status: CleanupStatus | None = None
+    ended_after: AwareDatetime | None = None
+    ended_before: AwareDatetime | None = None
+
+
+class PlannedEntry(Answer):
+    entry_id: UUID
+    name: str
+    module: str
+    action: str | None
+    state: str
+    attempts: int
+    last_error: str | None
+    ask: str = Field(description="what a retry would ask of the module")
+
+
+class PlannedRun(Answer):
+    run_id: UUID
+    name: str
+    status: str
+    cleanup_status: CleanupStatus
+    entries: list[PlannedEntry]
+
+
+class Plan(Answer):
+    where: Selector
+    fingerprint: str = Field(description="name it to apply exactly this plan")
+    runs: list[PlannedRun]
+    entries: int
+
+
+class Apply(Ask):
+    where: Selector
+    fingerprint: str = Field(min_length=1, max_length=64)
+
+
+class Applied(Answer):
+    fingerprint: str
+    runs: list[CleanupSummary]

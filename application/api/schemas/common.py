@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from runledger.domain.values import text_problem
+
+MAX_INT = 2**63 - 1
+"""The largest integer either store keeps: a bound on every integer a request may carry."""
+
+
+def _storable(value: str) -> str:
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+StoredText = Annotated[str, AfterValidator(_storable)]
+"""Text a store can hold and compare: no NUL, no lone surrogates, bounded."""
+
+
+class Answer(BaseModel):
+    """A response body. A value stored before values were checked may be a NaN or an infinity:
+    it is written as null rather than break the answer."""
+
+    model_config = ConfigDict(ser_json_inf_nan="null", from_attributes=True)
+
+
+class Ask(BaseModel):
+    """A request body: unknown fields are refused, so a misspelt field is an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Problem(Answer):
+    """Why a request was refused, in one sentence."""
+
+    detail: str
+
+
+class Message(Answer):
+    message: str

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from runledger.application.api.schemas.common import Answer
+
+
+class Module(Answer):
+    name: str | None
+    folder: str
+    site: str | None
+    status: str
+    reason: str | None
+    actions: list[str]
+    leases: list[str]
+
+
+class Runner(Answer):
+    runner_id: UUID
+    worker: str
+    host: str
+    pid: int
+    state: str
+    modules: list[str]
+    actions: list[str]
+    leases: list[str]
+    started_at: datetime
+    stopped_at: datetime | None
+    last_beat: datetime | None
+
+
+class Projection(Answer):
+    name: str
+    position: int
+    lag: int
+    stuck_at: int | None
+    error: str | None
+
+
+class Health(Answer):
+    status: str
+
+
+class Check(Answer):
+    name: str
+    ok: bool
+    detail: str
+
+
+class Readiness(Answer):
+    ready: bool
+    checks: list[Check]

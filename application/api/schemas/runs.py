@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import Field
+
+from runledger.application.api.schemas.common import Answer, Ask, StoredText
+from runledger.domain.run import RunStatus
+from runledger.domain.status import CleanupStatus
+
+
+class RunSummary(Answer):
+    run_id: UUID
+    name: str
+    status: RunStatus
+    cleanup_status: CleanupStatus
+    entries: int
+    unresolved: int
+    started_at: datetime
+    ended_at: datetime | None
+    ended_by: str | None
+    end_reason: str | None
+
+
+class RunPage(Answer):
+    items: list[RunSummary]
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null on the last page"
+    )
+
+
+class Phase(Answer):
+    phase: str
+    headline: str
+    why_not_advanced: str | None = Field(description="Why this phase has not advanced")
+
+
+class Entry(Answer):
+    entry_id: UUID
+    run_id: UUID
+    name: str
+    kind: str
+    ref: str
+    module: str
+    action: str | None
+    step: str
+    state: str
+    attempts: int
+    terminal: bool
+    last_error: str | None
+    next_attempt_at: datetime | None
+    claimed_by: str | None
+    claim_expires_at: datetime | None
+    kept_by: str | None
+    payload: Any
+    member_key: str | None
+    until: datetime | None
+    drift_current: Any
+    version: int
+
+
+class EntryGroup(Answer):
+    state: str
+    count: int
+    entries: list[Entry]
+
+
+class RunDetail(Answer):
+    run: RunSummary
+    phases: list[Phase]
+    entries: list[EntryGroup] = Field(description="the run's entries grouped by state")
+
+
+class LogLine(Answer):
+    position: int
+    at: datetime
+    kind: str
+    detail: dict[str, Any]
+
+
+class LogPage(Answer):
+    run_id: UUID
+    lines: list[LogLine] = Field(description="in store order")
+    total: int
+    earlier: int | None = Field(description="pass as `before` for the lines before these")
+
+
+class CleanupSummary(Answer):
+    run_id: UUID
+    by: str
+    attempted: int
+    reverted: int
+    drifted: int
+    failed: int
+    remaining: int
+    cleanup_status: CleanupStatus
+
+
+class Advanced(Answer):
+    run_id: UUID
+    message: str
+
+
+class Cancel(Ask):
+    cleanup: bool = Field(True, description="give everything back; false keeps it in your name")
+
+
+class Abort(Ask):
+    reason: StoredText = Field(min_length=1, max_length=10_000)
+
+
+class Started(Answer):
+    run_id: UUID

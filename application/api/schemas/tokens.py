@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from pydantic import Field
+
+from runledger.application.api.schemas.common import Answer, Ask, StoredText
+from runledger.domain.token import Role
+
+
+class Token(Answer):
+    token_id: UUID
+    name: str
+    role: str
+    issued_by: str
+    issued_at: datetime
+    revoked_at: datetime | None
+
+
+class NewToken(Ask):
+    name: StoredText = Field(min_length=1, max_length=200, description="the person it speaks for")
+    role: Role
+
+
+class IssuedToken(Answer):
+    token_id: UUID
+    name: str
+    role: Role
+    secret: str = Field(description="shown once; only its digest is kept")
+
+
+class Me(Answer):
+    name: str
+    role: Role

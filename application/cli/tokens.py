@@ -1,0 +1,81 @@
+"""`runledger token`: issue, list and revoke the API's bearer tokens from a shell on the store."""
+
+from __future__ import annotations
+
+import getpass
+from typing import Annotated
+from uuid import UUID
+
+import typer
+from rich.table import Table
+
+from runledger.application.api.schemas.tokens import IssuedToken, Token
+from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.console import console
+from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.errors import guarded
+from runledger.domain.token import ROLES
+
+ROLE_HELP = (
+    f"one of {', '.join(ROLES)}: a viewer reads, an operator acts on runs, "
+    "an admin also manages tokens"
+)
+
+
+app = typer.Typer(help="The HTTP API's bearer tokens: each names a person and a role.")
+
+
+def _shell_user() -> str:
+    try:
+        return f"{getpass.getuser()} (shell)"
+    except (OSError, KeyError):
+        return "shell"
+
+
+@app.command("create")
+def create(
+    name: Annotated[str, typer.Argument(help="the person the token speaks for")],
+    role: Annotated[str, typer.Option(help=ROLE_HELP)] = "viewer",
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+) -> None:
+    """Issue a token; its secret is printed once and never stored."""
+    with guarded(bootstrap) as rl:
+        issued = guarded(lambda: rl.tokens.issue(name, role, by=_shell_user()))
+    answer = IssuedToken.model_validate(issued)
+    if as_json:
+        print(json_text(answer.model_dump(mode="json")))
+        return
+    console.print(f"token for {safe_text(answer.name)} ({answer.role}), id {answer.token_id}")
+    console.print("secret (shown once; keep it somewhere safe):")
+    print(answer.secret)
+
+
+@app.command("list")
+def listing(
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+) -> None:
+    """Every token ever issued, with who issued it and whether it is revoked."""
+    with guarded(bootstrap) as rl:
+        found = [Token.model_validate(t) for t in guarded(rl.tokens.listing)]
+    if as_json:
+        print(json_text([t.model_dump(mode="json") for t in found]))
+        return
+    table = Table("id", "name", "role", "issued by", "issued", "revoked", title="Tokens")
+    for t in found:
+        table.add_row(
+            str(t.token_id),
+            safe_text(t.name),
+            t.role,
+            safe_text(t.issued_by),
+            f"{t.issued_at:%Y-%m-%d %H:%M}",
+            f"{t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "",
+        )
+    console.print(table)
+
+
+@app.command("revoke")
+def revoke(token_id: Annotated[UUID, typer.Argument(help="the token's id")]) -> None:
+    """Revoke a token: requests carrying it are refused from now on."""
+    with guarded(bootstrap) as rl:
+        guarded(lambda: rl.tokens.revoke(token_id, by=_shell_user()))
+    console.print(f"revoked {token_id}")

@@ -1,0 +1,176 @@
+"""Reads a page at a time: runs newest first (filtered by status, cleanup status and name),
+and a run's log backwards from a position."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from runledger.projections.backend import Backend
+from runledger.projections.queries import _OPEN, LogLine
+from runledger.projections.schema import UNRESOLVED_STATES
+
+# domain/status.py's cleanup_status, over the same counts; tests/test_rules_once.py holds the two
+# to each other for every combination.
+CLEANUP_STATUS_SQL = """CASE WHEN c.entries = 0 THEN 'not_required'
+    WHEN c.status = 'running' OR c.open > 0 THEN 'pending'
+    WHEN c.unresolved = 0 THEN 'complete' ELSE 'incomplete' END"""
+
+_COUNTED = f"""SELECT u.run_id, u.status, u.name, u.started_at,
+        (SELECT COUNT(*) FROM {{rl_resources}} r WHERE r.run_id = u.run_id) AS entries,
+        (SELECT COUNT(*) FROM {{rl_resources}} r WHERE r.run_id = u.run_id
+            AND r.status IN {UNRESOLVED_STATES}) AS unresolved,
+        (SELECT COUNT(*) FROM {{rl_resources}} r WHERE r.run_id = u.run_id
+            AND {_OPEN}) AS open
+    FROM {{rl_runs}} u"""
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    status: str | None = None
+    cleanup_status: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page ended: the last run's start time and id (runs are listed newest first)."""
+
+    started_at: float
+    run_id: str
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which unresolved entries of ended runs a bulk cleanup selects."""
+
+    module: str | None = None
+    action: str | None = None
+    run_status: str | None = None
+    cleanup_status: str | None = None
+    ended_after: datetime | None = None
+    ended_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LogLines:
+    lines: list[LogLine]
+    total: int
+    earlier: bool
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class Pages:
+    """Reads for lists a page at a time and for counts; ``fresh`` brings the views level with
+    the store first, as every read of the views does (projections/queries.py)."""
+
+    def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
+        self.backend = backend
+        self.fresh = fresh
+
+    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
+        self.fresh()
+        with self.backend.transaction(commit=False) as cursor:
+            cursor.execute(self.backend.sql(statement), params)
+            return list(cursor.fetchall())
+
+    def runs(
+        self,
+        where: RunFilter,
+        limit: int,
+        after: Cursor | None,
+        now: datetime,
+        max_attempts: int,
+    ) -> list[tuple[UUID, Cursor]]:
+        """Up to ``limit`` runs after ``after``, newest first, each with its own cursor."""
+        conditions: list[str] = []
+        params: list[Any] = []
+        if where.status is not None:
+            conditions.append("c.status = %s")
+            params.append(where.status)
+        if where.name is not None:
+            conditions.append("LOWER(c.name) LIKE LOWER(%s) ESCAPE '\\'")
+            params.append(_like(where.name))
+        if where.cleanup_status is not None:
+            conditions.append(f"({CLEANUP_STATUS_SQL}) = %s")
+            params.append(where.cleanup_status)
+        if after is not None:
+            conditions.append("(c.started_at < %s OR (c.started_at = %s AND c.run_id < %s))")
+            params += [after.started_at, after.started_at, after.run_id]
+        # The counts are needed only to filter by cleanup status.
+        source = (
+            f"({_COUNTED}) c"
+            if where.cleanup_status is not None
+            else "(SELECT u.run_id, u.status, u.name, u.started_at FROM {rl_runs} u) c"
+        )
+        counted = [max_attempts, now.timestamp()] if where.cleanup_status is not None else []
+        clause = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        statement = f"""SELECT c.run_id, c.started_at FROM {source} {clause}
+            ORDER BY c.started_at DESC, c.run_id DESC LIMIT %s"""
+        rows = self._rows(statement, [*counted, *params, limit])
+        return [(UUID(r["run_id"]), Cursor(float(r["started_at"]), r["run_id"])) for r in rows]
+
+    def log(self, run_id: UUID, limit: int, before: int | None) -> LogLines:
+        """A run's last ``limit`` lines before position ``before``, in store order."""
+        bound = "AND position < %s" if before is not None else ""
+        params: list[Any] = [str(run_id), *([before] if before is not None else [])]
+        rows = self._rows(
+            f"""SELECT * FROM {{rl_run_log}} WHERE run_id = %s {bound}
+                ORDER BY position DESC LIMIT %s""",
+            [*params, limit + 1],
+        )
+        counted = self._rows(
+            "SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s", [str(run_id)]
+        )
+        lines = [LogLine.of(row) for row in reversed(rows[:limit])]
+        return LogLines(lines, int(counted[0]["n"]), len(rows) > limit)
+
+    def run_counts(self, now: datetime, max_attempts: int) -> list[tuple[str, str, int]]:
+        """(run status, cleanup status, how many runs)."""
+        rows = self._rows(
+            f"""SELECT c.status, {CLEANUP_STATUS_SQL} AS cleanup, COUNT(*) AS n
+                FROM ({_COUNTED}) c GROUP BY c.status, {CLEANUP_STATUS_SQL}""",
+            [max_attempts, now.timestamp()],
+        )
+        return [(r["status"], r["cleanup"], int(r["n"])) for r in rows]
+
+    def unresolved_counts(self) -> list[tuple[str, int]]:
+        rows = self._rows(
+            f"""SELECT status, COUNT(*) AS n FROM {{rl_resources}}
+                WHERE status IN {UNRESOLVED_STATES} GROUP BY status""",
+            [],
+        )
+        return [(r["status"], int(r["n"])) for r in rows]
+
+    def selected(self, where: Where, limit: int) -> list[Any]:
+        """Up to ``limit`` unresolved entries (rows of rl_resources) of ended runs matching
+        ``where``, in the order the runs ended."""
+        conditions = [f"r.status IN {UNRESOLVED_STATES}", "u.status <> 'running'"]
+        params: list[Any] = []
+        for column, value in (
+            ("r.module", where.module),
+            ("r.action", where.action),
+            ("u.status", where.run_status),
+        ):
+            if value is not None:
+                conditions.append(f"{column} = %s")
+                params.append(value)
+        if where.ended_after is not None:
+            conditions.append("u.ended_at >= %s")
+            params.append(where.ended_after.timestamp())
+        if where.ended_before is not None:
+            conditions.append("u.ended_at < %s")
+            params.append(where.ended_before.timestamp())
+        return self._rows(
+            f"""SELECT r.* FROM {{rl_resources}} r JOIN {{rl_runs}} u ON u.run_id = r.run_id
+                WHERE {" AND ".join(conditions)}
+                ORDER BY u.ended_at, r.run_id, r.recorded_at, r.entry_id LIMIT %s""",
+            [*params, limit],
+        )

@@ -1,0 +1,202 @@
+"""The admin API under load: requests per second and p50/p99 latency, over HTTP beside the same
+reads done in-process (the ratio is the HTTP layer's cost), and a serve process's memory.
+
+    python scripts/bench_api.py [--store sqlite|postgres] [--runs 10000] [--seconds 10]
+
+Needs wrk (Debian package `wrk`) on the PATH. A store of --runs finished runs (five entries
+each, given back) is written first; `runledger serve --no-runner` is started on a spare port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_history import NOW, fresh_store, given_back_run
+
+from runledger.application.api import reading
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules.protocol import Registry
+from runledger.application.settings import Settings
+from runledger.projections.pages import RunFilter
+
+CLI = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
+
+
+def populate(rl: Runledger, runs: int) -> UUID:
+    """``runs`` finished runs, newest last; answers the newest."""
+    last: Any = None
+    batch: list[Any] = []
+    for i in range(runs):
+        made = given_back_run(5, NOW - timedelta(seconds=runs - i))
+        last = made[0]
+        batch += made
+        if len(batch) >= 600:
+            rl.app.save(*batch)
+            batch = []
+    if batch:
+        rl.app.save(*batch)
+    rl.projector.catch_up()
+    return UUID(str(last.id))
+
+
+def spare_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def wrk(url: str, token: str, seconds: int, method: str = "GET") -> tuple[float, float, float, int]:
+    """(requests/s, p50 ms, p99 ms, requests) as wrk measures them."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(f'wrk.method = "{method}"\nwrk.headers["Authorization"] = "Bearer {token}"\n')
+    try:
+        out = subprocess.run(
+            ["wrk", "-t2", "-c8", f"-d{seconds}s", "--latency", "-s", script.name, url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        os.unlink(script.name)
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    done = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return rate, _ms(out, "50%"), _ms(out, "99%"), done
+
+
+def _ms(out: str, label: str) -> float:
+    found = re.search(rf"{re.escape(label)}\s+([\d.]+)(us|ms|s)\b", out)
+    if found is None:
+        return float("nan")
+    value, unit = float(found.group(1)), found.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
+def in_process(fn: Callable[[], object], seconds: float) -> tuple[float, float, float]:
+    """(calls/s, p50 ms, p99 ms) of ``fn`` called back to back for ``seconds``."""
+    fn()  # the first call catches the projections up with what the HTTP run wrote
+    took: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(took) < 20:
+        started = time.perf_counter()
+        fn()
+        took.append((time.perf_counter() - started) * 1000)
+    cuts = statistics.quantiles(took, n=100)
+    return len(took) / sum(took) * 1000, cuts[49], cuts[98]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--seconds", type=int, default=10)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed: apt-get install -y wrk")
+    url, drop = fresh_store(args.store)
+    settings = Settings(database_url=url)
+    init_store(settings)
+    rl = bootstrap(settings, Registry())
+    try:
+        started = time.perf_counter()
+        newest = populate(rl, args.runs)
+        print(f"{args.store}: {args.runs:,} runs written in {time.perf_counter() - started:.1f}s")
+        token = rl.tokens.issue("bench", "operator", by="bench").secret
+        measure(rl, url, token, newest, args.seconds)
+    finally:
+        rl.close()
+        drop()
+
+
+def measure(rl: Runledger, url: str, token: str, run_id: UUID, seconds: int) -> None:
+    port = spare_port()
+    env = os.environ | {"RUNLEDGER_DATABASE_URL": url, "RUNLEDGER_BUILTIN_MODULES": ""}
+    server = subprocess.Popen(
+        [*CLI, "serve", "--no-runner", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_up(base)
+        print(f"serve pid {server.pid}: {rss_mb(server.pid):.0f} MB after start")
+        cases: list[tuple[str, str, str, Callable[[], object]]] = [
+            (
+                "GET one run",
+                f"{base}/admin/events/runs/{run_id}",
+                "GET",
+                lambda: reading.run_detail(rl, run_id),
+            ),
+            (
+                "GET runs (50)",
+                f"{base}/admin/events/runs?limit=50",
+                "GET",
+                lambda: reading.run_page(rl, RunFilter(), 50, None),
+            ),
+            (
+                "POST cleanup",
+                f"{base}/admin/events/runs/{run_id}/cleanup",
+                "POST",
+                lambda: rl.cleanup.manual_cleanup(run_id, "bench"),
+            ),
+        ]
+        total = 0
+        print(f"load {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
+        print(
+            f"{'':16} {'HTTP req/s':>11} {'p50 ms':>8} {'p99 ms':>8}   "
+            f"{'in-process/s':>12} {'p50 ms':>8} {'p99 ms':>8}   ratio"
+        )
+        for label, target, method, direct in cases:
+            rate, p50, p99, done = wrk(target, token, seconds, method)
+            total += done
+            own, o50, o99 = in_process(direct, seconds / 2)
+            print(
+                f"{label:16} {rate:11,.0f} {p50:8.2f} {p99:8.2f}   {own:12,.0f} {o50:8.2f} "
+                f"{o99:8.2f}   {rate / own:5.2f}"
+            )
+        print(f"serve after {total:,} requests: {rss_mb(server.pid):.0f} MB resident")
+        print(f"load {os.getloadavg()[0]:.2f} (1 min)")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def _wait_up(base: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit("serve did not come up in 30 s")
+
+
+if __name__ == "__main__":
+    main()
