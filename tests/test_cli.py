@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runledger.application.cli.demo import FESTIVAL, PARADE
+from runledger.application.cli.demo_specs import FESTIVAL, PARADE
 from tests.forked_cli import ForkedCli
 
 RUNLEDGER = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
