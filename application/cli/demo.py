@@ -145,7 +145,6 @@ def _ticked(tick: int, report: TickReport) -> str:
 def _settle_earlier_demos(rl: Runledger, say: Say) -> None:
     """An earlier demo that stopped half-way left runs going that would hold the world the
     story needs (the north's weather, above all): they are aborted and given back first."""
-    rl.projector.catch_up()
     ours = [parse_spec(s).model_dump(mode="json") for s in (FESTIVAL, MARKET, PARADE, DUEL)]
     left = [r for r in rl.queries.running_runs(EARLIER_RUNS) if rl.ledger.get_run(r).spec in ours]
     if not left:

@@ -26,7 +26,6 @@ def runners(
     """List the runners that started last, newest first: live, gone or stopped."""
     guarded(lambda: within("--limit", limit, MAX_LISTED))
     with guarded(bootstrap) as rl:
-        rl.projector.catch_up()
         now = rl.clock()
         found = rl.fleet.listing(now, limit)
         if as_json:

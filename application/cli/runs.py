@@ -14,6 +14,7 @@ from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import moment, within
 from runledger.application.errors import NotFound
+from runledger.projections.pages import RunFilter
 
 MAX_RUNS = 1_000
 MAX_LOG_LINES = 10_000
@@ -25,7 +26,6 @@ def runs(
     """List recent runs with their cleanup status."""
     guarded(lambda: within("--limit", limit, MAX_RUNS))
     with guarded(bootstrap) as rl:
-        rl.projector.catch_up()
         ids = _recent_runs(rl, limit)
         if not ids:
             console.print("No runs yet.")
@@ -42,7 +42,6 @@ def log(
     guarded(lambda: within("--limit", limit, MAX_LOG_LINES))
     start = guarded(lambda: moment("--since", since))
     with guarded(bootstrap) as rl:
-        rl.projector.catch_up()
         guarded(lambda: _known_run(rl, run_id))
         show_runs(console, rl, [run_id], with_log=True, limit=limit, since=start)
 
@@ -95,11 +94,6 @@ def _known_run(rl: Runledger, run_id: UUID) -> None:
 
 
 def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
-    with rl.backend.transaction(commit=False) as cursor:
-        cursor.execute(
-            rl.backend.sql(
-                "SELECT run_id FROM {rl_runs} ORDER BY started_at DESC, run_id DESC LIMIT %s"
-            ),
-            [limit],
-        )
-        return [UUID(row["run_id"]) for row in cursor.fetchall()][::-1]
+    """The last ``limit`` runs started, oldest of them first (as the table lists them)."""
+    now, attempts = rl.clock(), rl.settings.max_revert_attempts
+    return [run_id for run_id, _ in rl.pages.runs(RunFilter(), limit, None, now, attempts)][::-1]

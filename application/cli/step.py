@@ -48,7 +48,6 @@ def _entry_id(rl: Runledger, text: str) -> UUID:
 
 
 def _entry_named(rl: Runledger, text: str) -> UUID:
-    rl.projector.catch_up()
     found = rl.queries.entries_named(check_text(text, "ENTRY"))
     if not found:
         raise NotFound(f"no ledger entry named {safe_repr(text)}")
