@@ -828,7 +828,7 @@ def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_
     shown = run_cli("step", "weather#plaza", "--at", "3", "--json", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     found = json.loads(shown.stdout)
-    assert (found["entry_id"], found["name"], found["versions"]) == (
+    assert (found["entry_id"], found["name"], found["total"]) == (
         str(festival.ids[LEASE]),
         LEASE,
         6,
@@ -836,9 +836,9 @@ def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_
     [frame] = found["frames"]
     assert (frame["version"], frame["event"]) == (3, "Drifted")
     assert frame["values"] == {"baseline": "clear", "applied": "storm", "current": "hail"}
-    assert frame["changed"]["state"] == ["live", "drifted"]
+    assert frame["changed"]["state"] == {"before": "live", "after": "drifted"}
     ambiguous = run_cli("step", "c1", "--at", "1", cwd=tmp_path, env=env)
-    assert ambiguous.returncode == 2
+    assert ambiguous.returncode == 1
     assert "2 entries are named 'c1'; pass one id" in ambiguous.stdout
     assert str(festival.ids["creature:c1"]) in ambiguous.stdout and str(again) in ambiguous.stdout
     assert "Traceback" not in shown.stderr + ambiguous.stdout + ambiguous.stderr
