@@ -210,7 +210,7 @@ def test_runledger_start_of_a_10000_step_spec_is_refused_in_one_sentence(tmp_pat
     assert run_cli("init", cwd=tmp_path).returncode == 0
     (tmp_path / "huge.json").write_text(sandbox_spec(10_000, "huge"))
     done = run_cli("start", "huge.json", cwd=tmp_path)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stdout.strip() == (
         "runledger: phases.0.steps: List should have at most 1000 items after validation, not 10000"
     )
@@ -263,7 +263,7 @@ def test_a_spec_at_the_cap_is_ticked_within_the_bounds_until_all_done(
             done = cli.run("tick", cwd=folder, env=env)
             assert done.returncode == 0, done.stdout + done.stderr
             per_tick.append(performs_per_run(folder) - before)
-            found = re.search(r"dispatched=(\d+)", done.stdout)
+            found = re.search(r"(\d+) steps? dispatched", done.stdout)
             assert found and int(found[1]) == per_tick[-1].total(), done.stdout
             if "running" not in cli.run("runs", cwd=folder).stdout:
                 break

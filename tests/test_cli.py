@@ -190,14 +190,14 @@ def test_commands_on_a_store_that_was_never_initialised_say_so_in_one_line(
     tmp_path: Path,
 ) -> None:
     done = cli("runs", cwd=tmp_path)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "run `runledger init` first" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_wrong_url_is_one_sentence_and_exit_code_2(cli: Cli, tmp_path: Path) -> None:
+def test_a_wrong_url_is_one_sentence_and_exit_code_1(cli: Cli, tmp_path: Path) -> None:
     done = cli("init", cwd=tmp_path, env={"RUNLEDGER_DATABASE_URL": "mysql://x/y"})
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "is not understood" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
@@ -208,4 +208,4 @@ def test_init_then_runs_on_an_empty_store(cli: Cli, tmp_path: Path) -> None:
     listed = cli("runs", cwd=tmp_path)
     assert listed.returncode == 0 and "No runs yet." in listed.stdout
     missing = cli("log", str(uuid.uuid4()), cwd=tmp_path)
-    assert missing.returncode == 2 and "no run" in missing.stdout
+    assert missing.returncode == 1 and "no run" in missing.stdout

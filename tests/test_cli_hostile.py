@@ -111,7 +111,7 @@ def test_case_1_a_nan_in_a_spec_is_refused_and_a_nan_in_an_answer_is_a_retry(
         '"action": "hostile.thing", "params": {"note": NaN}}]}]}',
         encoding="utf-8",
     )
-    refused = cli(server, "start", str(spec), code=2)
+    refused = cli(server, "start", str(spec), code=1)
     assert "phases.0.steps.0.params.note: nan is not a number a ledger can store" in refused
     run = start(server, "nan-answer", perform="nan-payload")
     cli(server, "tick")
@@ -130,7 +130,7 @@ def test_case_2_nul_and_surrogates_never_stop_a_store_and_a_module_s_error_stays
         encoding="utf-8",
     )
     assert "name: a text must not contain the NUL character" in cli(
-        server, "start", str(spec), code=2
+        server, "start", str(spec), code=1
     )
     nul = start(server, "nul-error", revert="nul-error")
     surrogate = start(server, "surrogate-error", revert="surrogate-error")

@@ -107,4 +107,4 @@ def test_a_runner_process_is_live_while_it_ticks_and_stopped_after_sigterm(
             proc.wait(timeout=10)
     (listed,) = json.loads(cli(tmp_path, store_url, "runners", "--json"))
     assert (listed["worker"], listed["state"]) == ("proc", "stopped")
-    assert listed["last_heartbeat_ago"].endswith("s ago")
+    assert listed["last_beat"] is not None

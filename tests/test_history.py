@@ -491,6 +491,7 @@ KEYS = {
     "rl_steps": "step_key",
     "rl_run_log": "position",
     "rl_runners": "runner_id",
+    "rl_tokens": "token_id",
 }
 Dump = dict[str, list[tuple[Any, ...]]]
 
@@ -544,7 +545,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
         rl.app, rl.backend, progress=lambda count, reached: seen.append((count, reached))
     )
     assert report.swapped and report.differences == []
-    assert report.views == ["runs", "resources", "steps", "run_log", "runners"]
+    assert report.views == ["runs", "resources", "steps", "run_log", "runners", "tokens"]
     assert report.events == sum(c for c, _ in seen) == head(rl) == report.position
     assert seen[-1][1] == head(rl)
     assert dump(rl) == before
@@ -724,7 +725,7 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
     rows = dict(re.findall(r"(\w+)\s+│\s+(\d+\s+│\s+\d+)", listed.stdout))
     assert {k: v.split() for k, v in rows.items()} == {
         name: [str(level), "│", "2"]
-        for name in ("resources", "run_log", "runs", "steps", "runners")
+        for name in ("resources", "run_log", "runs", "steps", "runners", "tokens")
     }
     rebuilt = run_cli("rebuild", "runs", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
@@ -831,7 +832,7 @@ def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_
     shown = run_cli("step", "weather#plaza", "--at", "3", "--json", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     found = json.loads(shown.stdout)
-    assert (found["entry_id"], found["name"], found["versions"]) == (
+    assert (found["entry_id"], found["name"], found["total"]) == (
         str(festival.ids[LEASE]),
         LEASE,
         6,
@@ -839,9 +840,9 @@ def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_
     [frame] = found["frames"]
     assert (frame["version"], frame["event"]) == (3, "Drifted")
     assert frame["values"] == {"baseline": "clear", "applied": "storm", "current": "hail"}
-    assert frame["changed"]["state"] == ["live", "drifted"]
+    assert frame["changed"]["state"] == {"before": "live", "after": "drifted"}
     ambiguous = run_cli("step", "c1", "--at", "1", cwd=tmp_path, env=env)
-    assert ambiguous.returncode == 2
+    assert ambiguous.returncode == 1
     assert "2 entries are named 'c1'; pass one id" in ambiguous.stdout
     assert str(festival.ids["creature:c1"]) in ambiguous.stdout and str(again) in ambiguous.stdout
     assert "Traceback" not in shown.stderr + ambiguous.stdout + ambiguous.stderr

@@ -130,7 +130,7 @@ def env(store_url: str, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_every_command_that_hits_a_stuck_projection_exits_2_with_its_sentence(
+def test_every_command_that_hits_a_stuck_projection_exits_1_with_its_sentence(
     server: ForkedCli,
     rl: Runledger,
     store_url: str,
@@ -147,7 +147,7 @@ def test_every_command_that_hits_a_stuck_projection_exits_2_with_its_sentence(
     ):
         done = server.run(*args, cwd=tmp_path, env=env(store_url, tmp_path))
         out = done.stdout + done.stderr
-        assert done.returncode == 2, (args, out)
+        assert done.returncode == 1, (args, out)
         assert f"cannot apply the event at position {position}" in done.stdout, (args, out)
         assert "Traceback" not in out and "cannot reach" not in out, (args, out)
 
@@ -162,7 +162,7 @@ def test_runledger_projections_shows_each_position_lag_and_where_it_is_stuck(
     _, position, bad, _ = stuck_store(rl)
     head = rl.app.recorder.max_notification_id() or 0
     done = server.run("projections", cwd=tmp_path, env=env(store_url, tmp_path))
-    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
     rows = {
         line.split()[1]: line
         for line in done.stdout.splitlines()
@@ -255,7 +255,7 @@ def test_a_hostile_topic_is_shown_as_text_on_one_line(
     topic = "[bold red]ALERT[/bold red]\n\x1b[31m\u2028[/]:x"
     _, position, _, _ = stuck_store(rl, topic, b"{}")
     done = server.run("runs", cwd=tmp_path, env=env(store_url, tmp_path))
-    assert done.returncode == 2
+    assert done.returncode == 1
     out = done.stdout.strip()
     assert len(out.splitlines()) == 1 and "\x1b" not in out, out
     assert "[bold red]ALERT[/bold red]\\n\\x1b[31m\\u2028[/]:x" in out, out

@@ -1,5 +1,5 @@
 """The `runledger` command: every command group's commands, in the order `--help` lists them,
-and the one exit every command leaves by."""
+what `--help` says of exit codes and the environment, and the one exit every command leaves by."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ import typer
 
 from runledger import __version__
 from runledger.application.cli import (
+    acting,
+    cleanup,
     demo,
+    environment,
+    exits,
     fleet,
     modules,
     projections,
@@ -34,9 +38,11 @@ SHUTDOWN_GRACE_S = 2.0
 """How long, after a command, threads a module left behind are waited for before exiting."""
 
 app = typer.Typer(
-    help="runledger: what a game-event run changed, and giving all of it back.",
+    help="runledger: what a game-event run changed, and giving all of it back. Every command "
+    "but demo, runner and serve takes --json and prints what the HTTP API answers.",
+    epilog=f"{exits.every_code()}\n\n{environment.epilog()}",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
 )
 COMMANDS = (
     store.init,
@@ -44,13 +50,13 @@ COMMANDS = (
     runs.runs,
     runs.log,
     modules.modules,
-    runs.start,
+    acting.start,
     runner.tick,
     runner.runner,
-    runs.advance,
-    runs.cancel,
-    runs.abort,
-    runs.cleanup,
+    acting.advance,
+    acting.cancel,
+    acting.abort,
+    cleanup.cleanup,
     replay.replay,
     projections.projections,
     projections.rebuild,
@@ -58,8 +64,14 @@ COMMANDS = (
     fleet.runners,
     serve.serve,
 )
+MAY_BE_INCOMPLETE = (runs.log, cleanup.cleanup)
+"""The commands that exit 3 when a run's cleanup is left incomplete."""
+
 for command in COMMANDS:
-    app.command()(command)
+    app.command(epilog=exits.epilog(incomplete=command in MAY_BE_INCOMPLETE))(command)
+for group in (sandbox.app, tokens.app):
+    for info in group.registered_commands:
+        info.epilog = exits.epilog()
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tokens.app, name="token")
 
@@ -87,19 +99,23 @@ def _options(
 
 def main() -> None:
     """The CLI, with every command's store trouble reported in the one place, errors.fail."""
-    code: int | str | None = 0
+    _leave(run(sys.argv[1:]))
+
+
+def run(argv: list[str]) -> int | str | None:
+    """One command, to its exit code (exits.py); what main runs, and tests in-process."""
     try:
-        app(sys.argv[1:])
+        app(argv, prog_name="runledger")
     except OPERATOR_ERRORS as error:
         try:
             fail(error)
         except typer.Exit as done:
-            code = done.exit_code
+            return done.exit_code
     except SystemExit as done:
-        code = done.code
+        return done.code
     except KeyboardInterrupt:
-        code = 130
-    _leave(code)
+        return exits.INTERRUPTED
+    return exits.OK
 
 
 def _leave(code: int | str | None) -> NoReturn:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.application.bootstrap import Runledger
 from runledger.application.cli.display import safe_text
 from runledger.application.errors import BadRequest
@@ -164,3 +165,19 @@ def describe(detail: dict[str, Any]) -> str:
             value = ", ".join(safe_text(v) for v in value)
         parts.append(f"{safe_text(key)}={safe_text(value)}")
     return "  ".join(parts)
+
+
+def cleanup_words(summary: CleanupSummary) -> tuple[str | tuple[str, str], ...]:
+    """A cleanup summary in words, for Text.assemble: what was attempted, what came of it, and
+    where the run's cleanup stands."""
+    return (
+        f"attempted {summary.attempted}, reverted {summary.reverted}, drifted "
+        f"{summary.drifted}, failed {summary.failed}; {summary.remaining} remaining "
+        f"(by {safe_text(summary.by)}); cleanup ",
+        (summary.cleanup_status, STATUS_STYLE.get(summary.cleanup_status, "")),
+    )
+
+
+def counted(n: int, thing: str) -> str:
+    """``n`` things, in words: "1 run", "3 runs"."""
+    return f"{n:,} {thing}" if n == 1 else f"{n:,} {thing}s"

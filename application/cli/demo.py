@@ -201,7 +201,8 @@ def _the_world_after(rl: Runledger, world: SandboxWorld, runs: list[UUID], say: 
         (runs.index(UUID(run)), step, n) for (run, _, step), n in calls.items() if UUID(run) in runs
     )
     per_step = {step: n for _, step, n in ours}
-    say(f"Revert calls per spawn step: {per_step}")
+    calls_per_step = ", ".join(f"{step} {n}" for step, n in per_step.items()) or "none"
+    say(f"Revert calls per spawn step: {calls_per_step}")
 
 
 def first_ref(rl: Runledger, run: UUID, kind: str) -> str:

@@ -1,5 +1,5 @@
-"""How the CLI says an error an operator can act on: one sentence and exit code 2, never a
-traceback."""
+"""How the CLI says an error an operator can act on: one sentence and its exit code (exits.py),
+never a traceback."""
 
 from __future__ import annotations
 
@@ -10,16 +10,23 @@ from typing import NoReturn, TypeVar
 import typer
 from rich.text import Text
 
+from runledger.application.cli import exits
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
-from runledger.application.errors import STORE_ERRORS, RunledgerError, store_error
+from runledger.application.errors import STORE_ERRORS, BadRequest, RunledgerError, store_error
 from runledger.application.settings import Settings, store_config
 from runledger.domain.errors import DomainError
 
 T = TypeVar("T")
 
 OPERATOR_ERRORS: tuple[type[BaseException], ...] = (RunledgerError, DomainError, *STORE_ERRORS)
-"""Every error an operator can act on: one sentence and exit code 2, never a traceback."""
+"""Every error an operator can act on: one sentence and exit code 1 (2 for Usage), never a
+traceback."""
+
+
+class Usage(BadRequest):
+    """A value the command line may not carry (a bound, a time, a filter): exit code 2, as
+    Typer's own parse errors, but said in one sentence on stdout like every other refusal."""
 
 
 def guarded(action: Callable[[], T]) -> T:
@@ -32,7 +39,7 @@ def guarded(action: Callable[[], T]) -> T:
 
 def fail(error: BaseException) -> NoReturn:
     console.print(Text.assemble(("runledger: ", "red"), _sentence(error)), soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(exits.USAGE if isinstance(error, Usage) else exits.FAILED)
 
 
 def _sentence(error: BaseException) -> str:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
+from runledger.application.api.schemas import fleet
 from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import within
+from runledger.application.cli.options import AsJson, within
 from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
 
 STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}
@@ -21,7 +23,7 @@ STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}
 
 def runners(
     limit: Annotated[int, typer.Option(help=f"how many, at most {MAX_LISTED:,}")] = 50,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """List the runners that started last, newest first: live, gone or stopped."""
     guarded(lambda: within("--limit", limit, MAX_LISTED))
@@ -29,7 +31,7 @@ def runners(
         now = rl.clock()
         found = rl.fleet.listing(now, limit)
         if as_json:
-            print(json_text([_plain(info, now) for info in found]))
+            print_json([fleet.Runner.model_validate(info) for info in found])
         elif not found:
             console.print("No runners have recorded themselves yet.")
         else:
@@ -65,24 +67,6 @@ def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:
             *(Text(_listed(names)) for names in (info.modules, info.actions, info.leases)),
         )
     return table
-
-
-def _plain(info: RunnerInfo, now: datetime) -> dict[str, Any]:
-    """The same fields as the table, as JSON: JSON escapes what a terminal could obey."""
-    return {
-        "runner_id": info.runner_id,
-        "worker": info.worker,
-        "host": info.host,
-        "pid": info.pid,
-        "started_at": info.started_at,
-        "stopped_at": info.stopped_at,
-        "last_heartbeat": info.last_beat,
-        "last_heartbeat_ago": ago(info.last_beat, now),
-        "state": info.state,
-        "modules": info.modules,
-        "actions": info.actions,
-        "leases": info.leases,
-    }
 
 
 def _listed(names: tuple[str, ...]) -> str:

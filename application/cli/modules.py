@@ -7,16 +7,22 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
+from runledger.application.api import reading
 from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
+from runledger.application.cli.options import AsJson
 from runledger.application.modules.loader import ModuleStatus
 
 
-def modules() -> None:
+def modules(as_json: AsJson = False) -> None:
     """List every module with its site, status, reason, actions and leases."""
     with guarded(bootstrap) as rl:
+        if as_json:
+            print_json(reading.modules(rl))
+            return
         table = Table("module", "site", "status", "actions", "leases", "reason", title="Modules")
         for module in rl.modules:
             table.add_row(*_row(module))

@@ -11,38 +11,55 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
+from runledger.application.api.schemas.fleet import Projection
 from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.cli import exits
+from runledger.application.cli.answers import Difference, Rebuilt, print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import json_text, safe_text
-from runledger.application.cli.errors import guarded
+from runledger.application.cli.errors import Usage, guarded
+from runledger.application.cli.options import AsJson
 from runledger.application.errors import ProjectionStuck
 from runledger.projections.errors import Stuck
-from runledger.projections.rebuild import Difference, RebuildReport, choose
+from runledger.projections.rebuild import Difference as Differing
+from runledger.projections.rebuild import RebuildReport, choose
 from runledger.projections.rebuild import rebuild as rebuild_views
 
 
-def projections() -> None:
+def projections(as_json: AsJson = False) -> None:
     """Each projection with its position, its lag behind the store, and where it is stuck
     (found by applying what is pending in a transaction that is rolled back)."""
     with guarded(bootstrap) as rl:
         head = rl.app.recorder.max_notification_id() or 0
         positions = rl.projector.positions()
         stuck, note = _trial(rl, head, positions)
+        if as_json:
+            print_json(_answers(head, positions, stuck))
+            if stuck:  # the JSON says where; a sentence after it would not be JSON
+                raise typer.Exit(exits.FAILED)
+            return
         console.print(_positions(head, positions, stuck))
         if note:
             console.print(Text(note))
         if stuck:
-            raise ProjectionStuck(list(stuck.values()))  # main() says it: exit 2
+            raise ProjectionStuck(list(stuck.values()))  # main() says it: exit 1
 
 
 def rebuild(
     names: Annotated[list[str] | None, typer.Argument(help="projections; all if none")] = None,
     verify: Annotated[bool, typer.Option(help="rebuild aside and compare, swap nothing")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Rebuild projections from position zero, then swap them in at once."""
     with guarded(bootstrap) as rl:
-        _known(names)
-        _say_rebuilt(_rebuild(rl, names, verify), verify)
+        guarded(lambda: _known(names))
+        report = _rebuild(rl, names, verify, quiet=as_json)
+    if as_json:
+        print_json(_rebuilt(report, verify))
+        if report.differences:
+            raise typer.Exit(exits.FAILED)
+    else:
+        _say_rebuilt(report, verify)
 
 
 def _trial(
@@ -56,6 +73,20 @@ def _trial(
         if rl.backend.read_only(error):
             return {}, "not tried: the store is read-only, so nothing pending can be applied"
         raise
+
+
+def _answers(head: int, positions: dict[str, int], stuck: dict[str, Stuck]) -> list[Projection]:
+    """The API's projections answer, with where each is stuck found by the trial above."""
+    return [
+        Projection(
+            name=name,
+            position=position,
+            lag=max(head - position, 0),
+            stuck_at=stuck[name].position if name in stuck else None,
+            error=stuck[name].reason if name in stuck else None,
+        )
+        for name, position in sorted(positions.items())
+    ]
 
 
 def _positions(head: int, positions: dict[str, int], stuck: dict[str, Stuck]) -> Table:
@@ -79,11 +110,12 @@ def _known(names: list[str] | None) -> None:
     try:
         choose(names)
     except KeyError as error:
-        console.print(Text.assemble(("runledger:", "red"), f" {safe_text(error.args[0])}"))
-        raise typer.Exit(2) from None
+        raise Usage(safe_text(error.args[0])) from None
 
 
-def _rebuild(rl: Runledger, names: list[str] | None, verify: bool) -> RebuildReport:
+def _rebuild(rl: Runledger, names: list[str] | None, verify: bool, quiet: bool) -> RebuildReport:
+    if quiet:
+        return rebuild_views(rl.app, rl.backend, names, verify=verify)
     head = rl.app.recorder.max_notification_id() or 0
     columns = (
         TextColumn("{task.description}"),
@@ -101,6 +133,18 @@ def _rebuild(rl: Runledger, names: list[str] | None, verify: bool) -> RebuildRep
             bar.update(task, completed=min(reached, head), rate=f"{done / seconds:,.0f} events/s")
 
         return rebuild_views(rl.app, rl.backend, names, verify=verify, progress=advanced)
+
+
+def _rebuilt(report: RebuildReport, verify: bool) -> Rebuilt:
+    return Rebuilt(
+        views=report.views,
+        verified=verify,
+        events=report.events,
+        seconds=report.seconds,
+        events_per_second=report.events_per_second,
+        position=report.position,
+        differences=[Difference.model_validate(d) for d in report.differences],
+    )
 
 
 def _say_rebuilt(report: RebuildReport, verify: bool) -> None:
@@ -122,7 +166,7 @@ def _say_rebuilt(report: RebuildReport, verify: bool) -> None:
         raise typer.Exit(1)
 
 
-def _differences(differences: list[Difference]) -> Table:
+def _differences(differences: list[Differing]) -> Table:
     table = Table("table", "key", "live", "rebuilt", title="Differences")
     for d in differences:
         table.add_row(

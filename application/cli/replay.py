@@ -9,11 +9,13 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from runledger.application.api import reading
 from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import moment
+from runledger.application.cli.options import AsJson, moment
 from runledger.application.services.history import Replay
 
 STATE_STYLE = {
@@ -33,13 +35,14 @@ def replay(
     run_id: UUID,
     as_of: Annotated[str | None, typer.Option(help="only what had happened by then")] = None,
     entry: Annotated[str | None, typer.Option(help="one entry: kind:ref or ref")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """The audit trail of a run's cleanup, in store order."""
+    when = guarded(lambda: moment("--as-of", as_of))
     with guarded(bootstrap) as rl:
-        found = guarded(lambda: rl.history.replay(run_id, moment("--as-of", as_of), entry))
+        found = guarded(lambda: rl.history.replay(run_id, when, entry))
         if as_json:
-            print(json_text(found))
+            print_json(reading.replay(found))
             return
         _show_replay(run_id, found)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import socket
@@ -10,21 +9,50 @@ import threading
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
+from runledger.application.api import reading
 from runledger.application.bootstrap import bootstrap
-from runledger.application.cli.console import console
+from runledger.application.cli.answers import Advance, Tick, print_json
+from runledger.application.cli.console import cleanup_words, console, counted
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
+from runledger.application.cli.options import AsJson
+from runledger.application.services.runs import AdvanceReport
+from runledger.application.telemetry import configure_logging
 
 
-def tick(worker: Annotated[str, typer.Option(help="this runner's name")] = "") -> None:
+def tick(
+    worker: Annotated[str, typer.Option(help="this runner's name")] = "",
+    as_json: AsJson = False,
+) -> None:
     """Run one tick as a runner: join, the advance leg, the cleanup leg, leave."""
     with guarded(bootstrap) as rl:
-        runner = guarded(lambda: rl.runner(worker or default_worker()))
-        report = guarded(runner.once)
-        console.print(f"advance: {safe_text(report.advance)}")
-        for run_id, summary in report.swept.items():
-            console.print(f"cleanup {run_id}: {safe_text(summary)}")
+        name = worker or default_worker()
+        report = guarded(guarded(lambda: rl.runner(name)).once)
+        answer = Tick(
+            worker=name,
+            advance=Advance.model_validate(report.advance),
+            swept=guarded(
+                lambda: [reading.cleanup_summary(rl, r, s) for r, s in report.swept.items()]
+            ),
+        )
+    if as_json:
+        print_json(answer)
+        return
+    console.print(f"advance: {advance_words(report.advance)}")
+    for summary in answer.swept:
+        console.print(Text.assemble(f"cleanup {summary.run_id}: ", *cleanup_words(summary)))
+
+
+def advance_words(done: AdvanceReport) -> str:
+    """What the advance leg did, in words."""
+    return (
+        f"{counted(done.runs, 'run')} looked at, {counted(done.dispatched, 'step')} dispatched "
+        f"({done.succeeded} done, {done.failed} failed), "
+        f"{counted(done.phases_advanced, 'phase')} advanced, "
+        f"{counted(done.completed, 'run')} completed, {done.aborted} aborted"
+    )
 
 
 def runner(
@@ -32,7 +60,7 @@ def runner(
     worker: Annotated[str, typer.Option(help="this runner's name")] = "",
 ) -> None:
     """Tick until stopped. SIGTERM or Ctrl-C finishes the call in flight and claims nothing new."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -1,99 +1,114 @@
-"""A run's life from the terminal: start it, list and read it, advance, cancel, abort it, and
-ask for its cleanup again."""
+"""Reading runs from the terminal: the list (a page of the API's listing), and one run's log."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
+from runledger.application.api import reading
+from runledger.application.api.schemas import runs as schemas
 from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.application.cli.console import LOG_LINES, console, show_runs
-from runledger.application.cli.display import safe_text
-from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import moment, within
-from runledger.application.errors import NotFound
+from runledger.application.cli import exits
+from runledger.application.cli.answers import RunLog, print_json
+from runledger.application.cli.console import LOG_LINES, STATUS_STYLE, console, show_runs
+from runledger.application.cli.display import safe_repr, safe_text
+from runledger.application.cli.errors import Usage, guarded
+from runledger.application.cli.options import AsJson, moment, typed, within
+from runledger.application.errors import BadQuery
+from runledger.domain.run import RunStatus
+from runledger.domain.status import CleanupStatus
 from runledger.projections.pages import RunFilter
 
-MAX_RUNS = 1_000
 MAX_LOG_LINES = 10_000
 
 
 def runs(
-    limit: Annotated[int, typer.Option(help=f"how many runs, at most {MAX_RUNS:,}")] = 20,
+    status: Annotated[RunStatus | None, typer.Option(help="only runs in this state")] = None,
+    cleanup_status: Annotated[
+        CleanupStatus | None, typer.Option(help="only runs whose cleanup is this")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="only runs whose name contains this")] = None,
+    limit: Annotated[int, typer.Option(help=f"how many runs, at most {reading.MAX_PAGE:,}")] = 20,
+    cursor: Annotated[
+        str | None, typer.Option(help="where the page before ended (its next cursor)")
+    ] = None,
+    as_json: AsJson = False,
 ) -> None:
-    """List recent runs with their cleanup status."""
-    guarded(lambda: within("--limit", limit, MAX_RUNS))
+    """List runs newest first, with their ids, start times and cleanup status."""
+    guarded(lambda: within("--limit", limit, reading.MAX_PAGE))
+    guarded(lambda: typed("--name", name))
+    where = RunFilter(status, cleanup_status, name)
     with guarded(bootstrap) as rl:
-        ids = _recent_runs(rl, limit)
-        if not ids:
-            console.print("No runs yet.")
-            return
-        show_runs(console, rl, ids, with_log=False)
+        page = guarded(lambda: _page(rl, where, limit, cursor))
+    if as_json:
+        print_json(page)
+    elif not page.items:
+        filtered = where != RunFilter() or cursor is not None
+        console.print("No runs match." if filtered else "No runs yet.")
+    else:
+        console.print(_listing(page.items))
+        if page.next_cursor:
+            console.print(Text(f"more: --cursor {page.next_cursor}", style="dim"))
+
+
+def _page(rl: Runledger, where: RunFilter, limit: int, cursor: str | None) -> schemas.RunPage:
+    try:
+        return reading.run_page(rl, where, limit, cursor)
+    except BadQuery:
+        raise Usage(f"--cursor {safe_repr(cursor)} is not a cursor runs gave out") from None
+
+
+def _listing(items: list[schemas.RunSummary]) -> Table:
+    table = Table("run", "status", "cleanup", "entries", "unresolved", title="Runs")
+    # A narrow terminal folds an id or a time onto a second line; it never cuts one.
+    table.add_column("started", overflow="fold")
+    table.add_column("id", overflow="fold")
+    for run in items:
+        table.add_row(
+            Text(safe_text(run.name)),
+            Text(safe_text(run.status)),
+            Text(run.cleanup_status, style=STATUS_STYLE.get(run.cleanup_status, "")),
+            str(run.entries),
+            str(run.unresolved),
+            f"{run.started_at:%Y-%m-%d %H:%M:%S}",
+            str(run.run_id),
+        )
+    return table
 
 
 def log(
     run_id: UUID,
     limit: Annotated[int, typer.Option(help="show the last N lines")] = LOG_LINES,
     since: Annotated[str | None, typer.Option(help="only lines from this ISO time on")] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Show one run's log: its last lines, and what is left to give back."""
     guarded(lambda: within("--limit", limit, MAX_LOG_LINES))
     start = guarded(lambda: moment("--since", since))
     with guarded(bootstrap) as rl:
-        guarded(lambda: _known_run(rl, run_id))
-        show_runs(console, rl, [run_id], with_log=True, limit=limit, since=start)
+        row = guarded(lambda: reading.known_run(rl, run_id))
+        if as_json:
+            detail = guarded(lambda: reading.run_detail(rl, run_id))
+            print_json(RunLog(run=detail, log=_log_page(rl, run_id, limit, start)))
+        else:
+            show_runs(console, rl, [run_id], with_log=True, limit=limit, since=start)
+    if row.cleanup_status == "incomplete":
+        raise typer.Exit(exits.CLEANUP_INCOMPLETE)
 
 
-def start(
-    spec: Annotated[typer.FileText, typer.Argument(help="a JSON spec file, or - for stdin")],
-) -> None:
-    """Start a run from a spec."""
-    with guarded(bootstrap) as rl:
-        run_id = guarded(lambda: rl.runs.start(spec.read()))
-        console.print(str(run_id))
-
-
-def advance(run_id: UUID, by: Annotated[str, typer.Option(help="who asks")]) -> None:
-    """Advance a run's current phase once its steps are done."""
-    with guarded(bootstrap) as rl:
-        console.print(safe_text(guarded(lambda: rl.runs.advance(run_id, by))))
-
-
-def cancel(
-    run_id: UUID,
-    by: Annotated[str, typer.Option(help="who asks")],
-    cleanup: Annotated[bool, typer.Option(help="give everything back (default)")] = True,
-) -> None:
-    """Cancel a run, with cleanup or keeping everything in the world in your name."""
-    with guarded(bootstrap) as rl:
-        kept = guarded(lambda: rl.ledger.cancel_run(run_id, by, cleanup=cleanup))
-        console.print(
-            "cancelled" + ("" if cleanup else f"; {kept} entries kept by {safe_text(by)}")
-        )
-
-
-def abort(run_id: UUID, reason: Annotated[str, typer.Option(help="why")]) -> None:
-    """Abort a run; the cleanup leg gives everything back."""
-    with guarded(bootstrap) as rl:
-        guarded(lambda: rl.ledger.abort_run(run_id, reason))
-        console.print("aborted")
-
-
-def cleanup(run_id: UUID, by: Annotated[str, typer.Option(help="who asks")]) -> None:
-    """Ask again: reset the run's attempt counters and work it now."""
-    with guarded(bootstrap) as rl:
-        summary = guarded(lambda: rl.cleanup.manual_cleanup(run_id, by))
-        console.print(safe_text(summary))
-
-
-def _known_run(rl: Runledger, run_id: UUID) -> None:
-    if rl.queries.run(run_id, rl.clock(), rl.settings.max_revert_attempts) is None:
-        raise NotFound(f"no run {run_id}")
-
-
-def _recent_runs(rl: Runledger, limit: int) -> list[UUID]:
-    """The last ``limit`` runs started, oldest of them first (as the table lists them)."""
-    now, attempts = rl.clock(), rl.settings.max_revert_attempts
-    return [run_id for run_id, _ in rl.pages.runs(RunFilter(), limit, None, now, attempts)][::-1]
+def _log_page(rl: Runledger, run_id: UUID, limit: int, since: datetime | None) -> schemas.LogPage:
+    """The lines the screen shows, as the API's page of them: ``earlier`` is there when lines
+    before these exist (whether --since or --limit left them out)."""
+    lines = rl.queries.log(run_id, limit=limit, since=since)
+    total = rl.queries.log_size(run_id)
+    return schemas.LogPage(
+        run_id=run_id,
+        lines=[reading.log_line(line) for line in lines],
+        total=total,
+        earlier=lines[0].position if lines and total > len(lines) else None,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -11,10 +12,13 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from runledger.application.api import reading
 from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import json_text, safe_repr, safe_text
+from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import guarded
+from runledger.application.cli.options import AsJson
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.services.history import StepFrame, Stepping
 from runledger.domain.values import check_text
@@ -23,7 +27,7 @@ from runledger.domain.values import check_text
 def step(
     entry: Annotated[str, typer.Argument(help="an entry id, or its ref")],
     at: Annotated[int | None, typer.Option(help="show version N, reading no further")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Step through one entry's events, version by version."""
     with guarded(bootstrap) as rl:
@@ -31,7 +35,8 @@ def step(
         stepping = guarded(lambda: rl.history.step(entry_id, at))
         frames = stepping.frames[-1:] if at is not None else stepping.frames
         if as_json:
-            print(_as_json(entry_id, stepping, frames))
+            # The API's entry history; with --at, only that version, as the screen shows it.
+            print_json(reading.stepping(replace(stepping, frames=frames)))
         elif at is None and sys.stdin.isatty() and sys.stdout.isatty():
             _interactive(stepping)
         else:
@@ -55,17 +60,6 @@ def _entry_named(rl: Runledger, text: str) -> UUID:
         names = ", ".join(f"{e.entry_id} (run {e.run_id})" for e in found[:5])
         raise BadRequest(f"{len(found)} entries are named {safe_repr(text)}; pass one id: {names}")
     return found[0].entry_id
-
-
-def _as_json(entry_id: UUID, stepping: Stepping, frames: list[StepFrame]) -> str:
-    return json_text(
-        {
-            "entry_id": entry_id,
-            "name": stepping.name,
-            "versions": stepping.total,
-            "frames": frames,
-        }
-    )
 
 
 def _show_frame(stepping: Stepping, frame: StepFrame) -> None:

@@ -11,9 +11,11 @@ from rich.table import Table
 
 from runledger.application.api.schemas.tokens import IssuedToken, Token
 from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
+from runledger.application.cli.options import AsJson
 from runledger.domain.token import ROLES
 
 ROLE_HELP = (
@@ -36,14 +38,14 @@ def _shell_user() -> str:
 def create(
     name: Annotated[str, typer.Argument(help="the person the token speaks for")],
     role: Annotated[str, typer.Option(help=ROLE_HELP)] = "viewer",
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Issue a token; its secret is printed once and never stored."""
     with guarded(bootstrap) as rl:
         issued = guarded(lambda: rl.tokens.issue(name, role, by=_shell_user()))
     answer = IssuedToken.model_validate(issued)
     if as_json:
-        print(json_text(answer.model_dump(mode="json")))
+        print_json(answer)
         return
     console.print(f"token for {safe_text(answer.name)} ({answer.role}), id {answer.token_id}")
     console.print("secret (shown once; keep it somewhere safe):")
@@ -51,14 +53,12 @@ def create(
 
 
 @app.command("list")
-def listing(
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
-) -> None:
+def listing(as_json: AsJson = False) -> None:
     """Every token ever issued, with who issued it and whether it is revoked."""
     with guarded(bootstrap) as rl:
         found = [Token.model_validate(t) for t in guarded(rl.tokens.listing)]
     if as_json:
-        print(json_text([t.model_dump(mode="json") for t in found]))
+        print_json(found)
         return
     table = Table("id", "name", "role", "issued by", "issued", "revoked", title="Tokens")
     for t in found:
@@ -74,8 +74,14 @@ def listing(
 
 
 @app.command("revoke")
-def revoke(token_id: Annotated[UUID, typer.Argument(help="the token's id")]) -> None:
+def revoke(
+    token_id: Annotated[UUID, typer.Argument(help="the token's id")], as_json: AsJson = False
+) -> None:
     """Revoke a token: requests carrying it are refused from now on."""
     with guarded(bootstrap) as rl:
         guarded(lambda: rl.tokens.revoke(token_id, by=_shell_user()))
-    console.print(f"revoked {token_id}")
+        found = [Token.model_validate(t) for t in rl.tokens.listing() if t.token_id == token_id]
+    if as_json:
+        print_json(found[0])
+    else:
+        console.print(f"revoked {token_id}")

@@ -1,0 +1,55 @@
+"""The environment variables `--help` lists: read off the settings' own definitions (their
+names and defaults), so a setting added there without a meaning here fails a test."""
+
+from __future__ import annotations
+
+from runledger.application.settings import ENV_NAMES, Settings
+
+MEANINGS = {
+    "database_url": "the store: sqlite:///path or postgresql://user@host:port/db?schema=name",
+    "max_revert_attempts": "automatic revert attempts per entry",
+    "cleanup_run_batch": "runs a sweep works per tick",
+    "cleanup_groups_per_run": "groups of entries a sweep works per run",
+    "advance_run_batch": "running runs the advance leg looks at per tick",
+    "steps_per_run_tick": "steps one run may dispatch per tick",
+    "steps_per_tick": "steps a tick may dispatch in all",
+    "lease_max_s": "the longest a lease may last, in seconds",
+    "retry_delays_s": "seconds to wait after the 1st, 2nd, ... failed attempt",
+    "retry_jitter": "each wait stretched or shrunk by up to this fraction",
+    "runner_gone_s": "a runner without a heartbeat this long is shown as gone",
+    "modules_dir": "a folder of module folders to load",
+    "builtin_modules": "built-in modules to load, separated by commas (sandbox,redis)",
+}
+"""What each setting of ENV_NAMES means, by its field name."""
+
+NOT_SETTINGS = (
+    ("RUNLEDGER_LOG_FORMAT", "json for one JSON object per log line (serve, runner)"),
+    (
+        "RUNLEDGER_<MODULE>_*",
+        "a module's own settings, such as RUNLEDGER_SANDBOX_PATH",
+    ),
+)
+"""Read elsewhere than Settings: by the process's logging, and by each module."""
+
+
+def _default(field: str) -> str:
+    value = Settings.model_fields[field].default
+    if value is None:
+        return "unset"
+    if isinstance(value, tuple):
+        return ",".join(f"{v:g}" for v in value)
+    return str(value)
+
+
+def listing() -> list[tuple[str, str]]:
+    """(name with its default, what it means) for every variable the command reads."""
+    found = [
+        (f"{name} (default {_default(field)})", MEANINGS[field])
+        for field, name in ENV_NAMES.items()
+    ]
+    return [*found, *NOT_SETTINGS]
+
+
+def epilog() -> str:
+    lines = (f"  {name}\n      {meaning}" for name, meaning in listing())
+    return "Environment:\n" + "\n".join(lines)
