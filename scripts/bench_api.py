@@ -179,6 +179,8 @@ def measure(rl: Runledger, url: str, token: str, run_id: UUID, seconds: int) -> 
                 f"{label:16} {rate:11,.0f} {p50:8.2f} {p99:8.2f}   {own:12,.0f} {o50:8.2f} "
                 f"{o99:8.2f}   {rate / own:5.2f}"
             )
+        while total < 10_000:  # memory is read after at least ten thousand requests
+            total += wrk(cases[0][1], token, seconds, "GET")[3]
         print(f"serve after {total:,} requests: {rss_mb(server.pid):.0f} MB resident")
         print(f"load {os.getloadavg()[0]:.2f} (1 min)")
     finally:
