@@ -19,6 +19,8 @@ MEANINGS = {
     "runner_gone_s": "a runner without a heartbeat this long is shown as gone",
     "modules_dir": "a folder of module folders to load",
     "builtin_modules": "built-in modules to load, separated by commas (sandbox,redis)",
+    "module_load_budget_s": "seconds a module's import and register() may take",
+    "connect_timeout_s": "seconds to wait for a PostgreSQL connection",
 }
 """What each setting of ENV_NAMES means, by its field name."""
 
