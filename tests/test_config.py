@@ -97,7 +97,14 @@ def test_init_is_idempotent(tmp_path: Path) -> None:
     init_store(settings)
     with bootstrap(settings) as rl:
         positions = rl.projector.positions()
-        assert positions == {"runs": 0, "resources": 0, "steps": 0, "run_log": 0, "runners": 0}
+        assert positions == {
+            "runs": 0,
+            "resources": 0,
+            "steps": 0,
+            "run_log": 0,
+            "runners": 0,
+            "tokens": 0,
+        }
 
 
 def _free_port() -> int:

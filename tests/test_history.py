@@ -537,6 +537,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
 ) -> None:
     plant_a_garden(rl, registry, clock)
     rl.fleet.leave(rl.fleet.join("gardener", ["garden"], ["garden.plant"], []))
+    rl.tokens.revoke(rl.tokens.issue("gardener", "viewer", by="alice").token_id, by="alice")
     rl.projector.catch_up()
     before = dump(rl)
     assert all(before[t] for t in KEYS), "every table has rows to compare"

@@ -103,7 +103,9 @@ def test_rows_and_position_commit_together_or_not_at_all(
     with pytest.raises(OSError):
         rl.projector.catch_up()
     positions = rl.projector.positions()
-    assert positions == {"runs": 0, "resources": 0, "steps": 0, "run_log": 0, "runners": 0}
+    assert positions == dict.fromkeys(
+        ("runs", "resources", "steps", "run_log", "runners", "tokens"), 0
+    )
     assert dump(rl) == {"rl_runs": [], "rl_resources": [], "rl_steps": [], "rl_run_log": []}
     monkeypatch.undo()
     rl.projector.catch_up()

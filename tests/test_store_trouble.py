@@ -23,6 +23,7 @@ from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, insert_raw, tables
 from tests.forked_cli import ForkedCli
+from tests.playing import PlayWorld
 
 SPEC = {
     "name": "Harvest",
@@ -294,7 +295,7 @@ def test_many_inits_at_once_on_a_fresh_store_all_succeed(
                     conn.execute(f"DROP SCHEMA IF EXISTS {url.rsplit('=', 1)[1]} CASCADE")
 
 
-def test_a_rebuild_that_fails_leaves_no_shadow_tables(rl: Runledger) -> None:
+def test_a_rebuild_that_fails_leaves_no_shadow_tables(rl: Runledger, world: PlayWorld) -> None:
     from tests.test_projections import ledger_a_run
 
     ledger_a_run(rl)
