@@ -189,15 +189,21 @@ def measure(rl: Runledger, url: str, token: str, run_id: UUID, seconds: int) -> 
 
 
 def _wait_up(base: str) -> None:
+    """Poll /healthz until it answers 200; a refused connection means not up yet, and the last
+    answer or error is what the failure reports."""
     deadline = time.monotonic() + 30
+    last = "no answer"
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+            answer = httpx.get(f"{base}/healthz", timeout=1)
+        except httpx.HTTPError as error:
+            last = f"{type(error).__name__}: {error}"
+        else:
+            if answer.status_code == 200:
                 return
-        except httpx.HTTPError:
-            pass
+            last = f"HTTP {answer.status_code}"
         time.sleep(0.1)
-    raise SystemExit("serve did not come up in 30 s")
+    raise SystemExit(f"serve did not come up in 30 s (last: {last})")
 
 
 if __name__ == "__main__":
