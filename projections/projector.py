@@ -305,12 +305,14 @@ class Projector:
             )
 
     def _lock(self, cursor: Cursor, views: list[View]) -> dict[str, int]:
-        names = [v.name for v in views]
+        """Lock the views' tracking rows one by one in name order. One UPDATE over all of them
+        locks in the order PostgreSQL meets the tuples, which moves as rows are updated: two
+        projectors met the same two rows in opposite orders and deadlocked (CI, four runners)."""
+        names = sorted(v.name for v in views)
+        lock = self.backend.sql("UPDATE {rl_tracking} SET position = position WHERE name = %s")
+        for name in names:
+            cursor.execute(lock, [name])
         where = f"name IN ({self.backend.markers(len(names))})"
-        cursor.execute(
-            self.backend.sql(f"UPDATE {{rl_tracking}} SET position = position WHERE {where}"),
-            names,
-        )
         cursor.execute(
             self.backend.sql(f"SELECT name, position FROM {{rl_tracking}} WHERE {where}"), names
         )
