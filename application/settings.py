@@ -33,6 +33,8 @@ ENV_NAMES = {
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
     "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
     "connect_timeout_s": "POSTGRES_CONNECT_TIMEOUT",
+    "session_hours": "RUNLEDGER_SESSION_HOURS",
+    "session_secret": "RUNLEDGER_SESSION_SECRET",
 }
 # Core's own names: no module is given them, whatever its name or manifest says.
 CORE_SETTINGS = frozenset(name for name in ENV_NAMES.values() if name.startswith("RUNLEDGER_"))
@@ -66,6 +68,10 @@ class Settings(BaseModel, frozen=True):
     # How long a call waits for a PostgreSQL connection before the store counts as away: the
     # library's own POSTGRES_CONNECT_TIMEOUT, in whole seconds.
     connect_timeout_s: int = Field(default=5, ge=1, le=600)
+    session_hours: float = Field(default=8.0, gt=0, le=24 * 30, allow_inf_nan=False)
+    # Signs the console's session cookies. Unset: a new secret per process, so a restart signs
+    # everyone out and two `serve` processes behind one address need the same value set.
+    session_secret: str | None = Field(default=None, repr=False, exclude=True, min_length=16)
     module_settings: dict[str, str] = Field(default_factory=dict)
     """``RUNLEDGER_*`` settings for modules; each module is given only its own (module_scope)."""
     module_environ: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)

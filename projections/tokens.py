@@ -52,6 +52,13 @@ class TokenRows:
         )
         return TokenRow.of(rows[0]) if rows else None
 
+    def live_by_id(self, token_id: UUID) -> TokenRow | None:
+        rows = self._rows(
+            "SELECT * FROM {rl_tokens} WHERE token_id = %s AND revoked_at IS NULL",
+            [str(token_id)],
+        )
+        return TokenRow.of(rows[0]) if rows else None
+
     def listing(self) -> list[TokenRow]:
         rows = self._rows("SELECT * FROM {rl_tokens} ORDER BY issued_at, token_id", [])
         return [TokenRow.of(row) for row in rows]

@@ -29,6 +29,9 @@ ROLES = ("viewer", "operator", "admin")
 PEOPLE = {"viewer": "vera", "operator": "alice", "admin": "root"}
 """Who holds each role's token: the name every write must be recorded under."""
 
+DOWN = {"ok": False, "error": "the shard is down"}
+"""What the shard answers every revert while it is down."""
+
 Opener = Callable[..., Runledger]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from tests.api_support import (
+    DOWN,
     SHARD_SPAWN,
     Api,
     Shard,
@@ -21,8 +22,6 @@ from tests.api_support import (
     tick,
 )
 from tests.game import Clock, phase, spec, step
-
-DOWN = {"ok": False, "error": "the shard is down"}
 
 
 def two_phases() -> dict[str, Any]:

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from runledger.application.bootstrap import Runledger
 from tests.api_support import (
+    DOWN,
     Api,
     Shard,
     api_fixture,  # noqa: F401  (a fixture)
@@ -21,7 +22,6 @@ from tests.api_support import (
 from tests.game import Clock
 from tests.reading import written
 
-DOWN = {"ok": False, "error": "the shard is down"}
 PLAN = "/admin/events/cleanup/plan"
 APPLY = "/admin/events/cleanup/apply"
 INCOMPLETE = {"module": "shard", "cleanup_status": "incomplete"}

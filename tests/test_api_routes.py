@@ -9,6 +9,7 @@ from typing import Any
 from uuid import uuid4
 
 from tests.api_support import (
+    DOWN,
     SHARD_SPAWN,
     Api,
     Shard,
@@ -19,8 +20,6 @@ from tests.api_support import (
     tick,
 )
 from tests.game import Clock
-
-DOWN = {"ok": False, "error": "the shard is down"}
 
 
 def entries_by_state(detail: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -1,4 +1,4 @@
-"""The FastAPI application over one composition root."""
+"""The FastAPI application over one composition root: the API, and the console at /."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from runledger.application.api.metrics import StoreCollector
 from runledger.application.api.routes import bulk, entries, fleet, health, runs
 from runledger.application.bootstrap import Runledger
 from runledger.application.telemetry import say
+from runledger.application.web import console
 
 DESCRIPTION = """Everything an operator can do with runledger: runs, their entries and logs,
 cleanup (one run, or a plan over many after an outage), history, modules, runners, projections.
@@ -41,6 +42,7 @@ def create_app(rl: Runledger) -> FastAPI:
     registry: CollectorRegistry = rl.telemetry.registry
     registry.register(StoreCollector(rl))
     app.state.metrics = registry
+    console.install(app, rl)
 
     @app.middleware("http")
     async def log_request(

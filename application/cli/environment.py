@@ -21,6 +21,8 @@ MEANINGS = {
     "builtin_modules": "built-in modules to load, separated by commas (sandbox,redis)",
     "module_load_budget_s": "seconds a module's import and register() may take",
     "connect_timeout_s": "seconds to wait for a PostgreSQL connection",
+    "session_hours": "hours a console sign-in lasts",
+    "session_secret": "signs console sessions; set the same on every serve process",
 }
 """What each setting of ENV_NAMES means, by its field name."""
 

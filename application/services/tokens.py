@@ -71,11 +71,18 @@ class Tokens:
         """The holder of a live token with this secret, or None."""
         if not secret.startswith(PREFIX) or len(secret) > 200:
             return None
-        row = self.rows.live(digest(secret))
-        role = None if row is None else as_role(row.role)
-        if row is None or role is None:
-            return None
-        return Actor(row.name, role, row.token_id)
+        return _actor(self.rows.live(digest(secret)))
+
+    def holder(self, token_id: UUID) -> Actor | None:
+        """The holder of this token while it is live (a console session checks on each page)."""
+        return _actor(self.rows.live_by_id(token_id))
 
     def listing(self) -> list[TokenRow]:
         return self.rows.listing()
+
+
+def _actor(row: TokenRow | None) -> Actor | None:
+    role = None if row is None else as_role(row.role)
+    if row is None or role is None:
+        return None
+    return Actor(row.name, role, row.token_id)

@@ -1,0 +1,126 @@
+"""Who is signed in to the console, and the CSRF token every form carries.
+
+The session is Starlette's signed cookie (HttpOnly, SameSite=Strict): it holds the token's id,
+when the person signed in, and the form token. Every page asks the tokens view again whether the
+token is still live, so revoking a token signs its sessions out on their next page."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from datetime import datetime
+from typing import Annotated, Any
+from urllib.parse import quote
+from uuid import UUID
+
+from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from runledger.application.api.deps import Rl
+from runledger.application.bootstrap import Runledger
+from runledger.application.services.tokens import Actor
+from runledger.domain.token import may
+
+COOKIE = "runledger_session"
+
+
+class SignInFirst(Exception):
+    """No live session: the console answers with the sign-in page, naming why."""
+
+    def __init__(self, back_to: str, why: str = "") -> None:
+        super().__init__(why)
+        self.back_to = back_to
+        self.why = why
+
+
+class Refused(Exception):
+    """A console request that cannot be served, as a page saying why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def form_token(request: Request) -> str:
+    """This session's CSRF token, made on first use (the sign-in form has one too)."""
+    session: dict[str, Any] = request.session
+    token = session.get("csrf")
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(24)
+        session["csrf"] = token
+    return token
+
+
+def check_form_token(request: Request, sent: object) -> None:
+    expected = request.session.get("csrf")
+    if (
+        not isinstance(sent, str)
+        or not isinstance(expected, str)
+        or not hmac.compare_digest(sent.encode(), expected.encode())
+    ):
+        raise Refused(
+            403,
+            "This form did not come from your console session (its CSRF token is missing or "
+            "out of date), so nothing was done. Go back, reload the page and try again.",
+        )
+
+
+def sign_in(request: Request, actor: Actor, now: datetime) -> None:
+    request.session.clear()
+    request.session.update(
+        token=str(actor.token_id), since=now.timestamp(), csrf=secrets.token_urlsafe(24)
+    )
+
+
+def sign_out(request: Request) -> None:
+    request.session.clear()
+
+
+def _back_to(request: Request) -> str:
+    path = request.url.path
+    return path + (f"?{request.url.query}" if request.url.query else "")
+
+
+def signed_in(request: Request, rl: Runledger) -> Actor:
+    """The person this session speaks for, or SignInFirst saying why not."""
+    session: dict[str, Any] = request.session
+    token, since = session.get("token"), session.get("since")
+    if not isinstance(token, str) or not isinstance(since, float | int):
+        raise SignInFirst(_back_to(request))
+    hours = rl.settings.session_hours
+    if rl.clock().timestamp() - since > hours * 3600:
+        session.clear()
+        raise SignInFirst(_back_to(request), f"Your session ended after {hours:g} hours.")
+    try:
+        actor = rl.tokens.holder(UUID(token))
+    except ValueError:
+        actor = None
+    if actor is None:
+        session.clear()
+        raise SignInFirst(_back_to(request), "Your token has been revoked.")
+    request.state.actor = actor.name
+    return actor
+
+
+def reader(request: Request, rl: Rl) -> Actor:
+    return signed_in(request, rl)
+
+
+async def actor_of_form(request: Request, rl: Rl) -> Actor:
+    """An operator acting through a form of this session: CSRF checked before anything else."""
+    form = await request.form()
+    check_form_token(request, form.get("csrf"))
+    actor = await run_in_threadpool(signed_in, request, rl)
+    if not may(actor.role, "operator"):
+        raise Refused(403, f"{actor.name} signed in as a {actor.role}: only operators act on runs.")
+    return actor
+
+
+Reader = Annotated[Actor, Depends(reader)]
+Acting = Annotated[Actor, Depends(actor_of_form)]
+
+
+def sign_in_url(back_to: str, why: str = "") -> str:
+    query = f"?next={quote(back_to, safe='')}"
+    return "/signin" + query + (f"&why={quote(why, safe='')}" if why else "")
