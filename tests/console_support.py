@@ -130,15 +130,28 @@ def unfrozen_clock_fixture() -> Clock:
     return Clock(START)
 
 
+_LAUNCHED: list[Browser] = []
+"""The session's one browser. Each browser test module imports this fixture, which makes it a
+fixture of that module: the second module's must reuse the first's, since Playwright's sync API
+cannot be started twice at once."""
+
+
 @pytest.fixture(scope="session", name="browser")
 def browser_fixture() -> Iterator[Browser]:
     """Debian's headless Chromium, driven by Playwright (never `playwright install`)."""
+    if _LAUNCHED:
+        yield _LAUNCHED[0]
+        return
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
-        yield browser
-        browser.close()
+        _LAUNCHED.append(browser)
+        try:
+            yield browser
+        finally:
+            _LAUNCHED.clear()
+            browser.close()
 
 
 @dataclass
