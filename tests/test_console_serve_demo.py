@@ -4,6 +4,7 @@ code 0, and that starts again in the same folder."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from runledger.application.cli.serve import listen
 from tests.api_support import bearer
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.console_support import csrf_of, spare_port, text_of
@@ -210,3 +212,27 @@ def test_a_port_already_taken_is_one_sentence_before_any_story_is_played(tmp_pat
     assert "sign-in token" not in done.stdout
     assert not (tmp_path / "runledger.sqlite3").exists()  # nothing played, nothing written
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_answers_on_a_kept_alive_connection_go_out_without_waiting_for_an_ack() -> None:
+    """serve makes its own listening socket; asyncio sets TCP_NODELAY on what it accepts only
+    when the socket is made as TCP by name, and without it every answer on a kept-alive
+    connection waited ~40 ms for the client's delayed ACK."""
+    listening = listen("127.0.0.1", 0)
+
+    async def nodelay() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def on_connect(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            own = writer.get_extra_info("socket")
+            accepted.set_result(own.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        async with await asyncio.start_server(on_connect, sock=listening):
+            _, writer = await asyncio.open_connection(*listening.getsockname()[:2])
+            try:
+                return await asyncio.wait_for(accepted, 5)
+            finally:
+                writer.close()
+
+    assert asyncio.run(nodelay()) != 0

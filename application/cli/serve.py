@@ -50,7 +50,7 @@ def serve(
     SIGTERM or Ctrl-C."""
     configure_logging()
     guarded(lambda: None if 0 < port < 65536 else _bad_port(port))
-    listening = guarded(lambda: _listen(host, port))
+    listening = guarded(lambda: listen(host, port))
     settings, where = prepared() if demo else (guarded(Settings.from_env), "")
     with guarded(lambda: bootstrap(settings)) as rl:
         stop = threading.Event()
@@ -136,11 +136,13 @@ def address(host: str, port: int) -> str:
     return f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/"
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
     """The listening socket, made before anything is played or printed: the address said is one
     that answers, and a port already taken is one sentence, not a log line after the banner."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP by name, as uvicorn's own bind does: asyncio sets TCP_NODELAY only on sockets
+    # that say so, and without it every keep-alive answer waits ~40 ms for a delayed ACK.
+    listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listening.bind((host, port))
