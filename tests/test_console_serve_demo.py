@@ -158,6 +158,11 @@ def test_serve_demo_prints_an_address_and_a_token_that_sign_in_stops_on_ctrl_c_a
                 ("Parade", "cancelled"),
                 ("Duel at dusk", "aborted"),
             }
+            [festival] = [r["run_id"] for r in ours if r["name"] == "Harvest festival"]
+            run_page = text_of(client.get(f"/runs/{festival}").text)
+            # The drift the story leaves for a person, and the button an operator has for it.
+            assert 'the value is now "storm"' in run_page
+            assert "Retry cleanup" in run_page
             refused = client.get("/admin/events/runs", headers=bearer(token + "x"))
             assert refused.status_code == 401
         assert demo.interrupt() == 0, demo.said()
