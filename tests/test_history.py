@@ -492,6 +492,8 @@ KEYS = {
     "rl_run_log": "position",
     "rl_runners": "runner_id",
     "rl_tokens": "token_id",
+    "rl_definitions": "definition_id",
+    "rl_occurrences": "occurrence_id",
 }
 Dump = dict[str, list[tuple[Any, ...]]]
 
@@ -546,7 +548,16 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
         rl.app, rl.backend, progress=lambda count, reached: seen.append((count, reached))
     )
     assert report.swapped and report.differences == []
-    assert report.views == ["runs", "resources", "steps", "run_log", "runners", "tokens"]
+    assert report.views == [
+        "runs",
+        "resources",
+        "steps",
+        "run_log",
+        "runners",
+        "tokens",
+        "definitions",
+        "occurrences",
+    ]
     assert report.events == sum(c for c, _ in seen) == head(rl) == report.position
     assert seen[-1][1] == head(rl)
     assert dump(rl) == before
@@ -726,7 +737,16 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
     rows = dict(re.findall(r"(\w+)\s+│\s+(\d+\s+│\s+\d+)", listed.stdout))
     assert {k: v.split() for k, v in rows.items()} == {
         name: [str(level), "│", "2"]
-        for name in ("resources", "run_log", "runs", "steps", "runners", "tokens")
+        for name in (
+            "resources",
+            "run_log",
+            "runs",
+            "steps",
+            "runners",
+            "tokens",
+            "definitions",
+            "occurrences",
+        )
     }
     rebuilt = run_cli("rebuild", "runs", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
