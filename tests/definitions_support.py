@@ -38,6 +38,8 @@ class Fair:
 
     calls: Counter[str] = field(default_factory=Counter)
     stalls: dict[str, str] = field(default_factory=dict)
+    performed: list[tuple[str, str]] = field(default_factory=list)
+    """(idempotency key, kind) of every stall perform made, kept after it was given back."""
     lights: dict[str, Any] = field(default_factory=dict)
     check_answer: Any = None
     """What the dry-run check answers instead of its own verdict (garbage, a raise), when set."""
@@ -80,6 +82,7 @@ class Fair:
     def _perform(self, params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
         with self.lock:
             self.stalls[idempotency_key] = str(params.get("kind"))
+            self.performed.append((idempotency_key, str(params.get("kind"))))
         return {"ok": True, "resources": [{"kind": "stall", "ref": idempotency_key}]}
 
     def _revert(self, resources: list[dict[str, Any]], idempotency_key: str, run_id: str) -> Any:
