@@ -109,7 +109,7 @@ def test_an_occurrence_due_while_no_runner_ran_starts_when_one_comes_back(
 
 
 def test_two_runners_racing_for_one_due_occurrence_start_one_run(
-    opened: Opener, fair: Fair, clock: Clock
+    opened: Opener, fair: Fair, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both load the occurrence and build its run before either saves: exactly one save wins,
     and the other runner is told the occurrence already started."""
@@ -126,7 +126,7 @@ def test_two_runners_racing_for_one_due_occurrence_start_one_run(
             found: UUID = held(*args)
             return found
 
-        rl.runs.start_version = save_together  # type: ignore[method-assign]
+        monkeypatch.setattr(rl.runs, "start_version", save_together)
 
     with ThreadPoolExecutor(2) as pool:
         futures = [pool.submit(rl.runner(f"r{i}").tick) for i, rl in enumerate(runners)]
