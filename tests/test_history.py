@@ -30,6 +30,7 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.services.history import ReplayLine
 from runledger.application.services.leases import CORE_LEASE
 from runledger.application.services.reconcile import EXPIRED_REASON, ORPHANED_REASON
+from runledger.domain.occurrence import run_id_for
 from runledger.domain.resource import LEASE_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.step import Step
@@ -484,6 +485,23 @@ def plant_a_garden(rl: Runledger, registry: Registry, clock: Clock) -> UUID:
     return run
 
 
+def plant_on_schedule(rl: Runledger, clock: Clock) -> None:
+    """A definition verified, published and scheduled twice: one occurrence cancelled, the
+    other started by a tick, so that the definitions, occurrences and runs' origins have rows."""
+    spec = {
+        "name": "orchard",
+        "phases": [{"id": "p1", "steps": [{"id": "plant", "action": "garden.plant"}]}],
+    }
+    rl.definitions.create("orchard", spec, "ann")
+    rl.definitions.verify("orchard", "rita")
+    rl.definitions.publish("orchard", "paul")
+    due = rl.occurrences.schedule("orchard", clock.now + timedelta(seconds=60), "sam")
+    dropped = rl.occurrences.schedule("orchard", clock.now + timedelta(seconds=60), "sam")
+    rl.occurrences.cancel(dropped.id, "sam")
+    clock.advance(60)
+    assert rl.starts.start_leg("w1").started == [run_id_for(due.id)]
+
+
 KEYS = {
     "rl_tracking": "name",
     "rl_runs": "run_id",
@@ -540,6 +558,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
     plant_a_garden(rl, registry, clock)
     rl.fleet.leave(rl.fleet.join("gardener", ["garden"], ["garden.plant"], []))
     rl.tokens.revoke(rl.tokens.issue("gardener", "viewer", by="alice").token_id, by="alice")
+    plant_on_schedule(rl, clock)
     rl.projector.catch_up()
     before = dump(rl)
     assert all(before[t] for t in KEYS), "every table has rows to compare"

@@ -162,3 +162,17 @@ def test_two_runners_ticking_over_many_due_occurrences_start_each_exactly_once(
     assert {o.verified for o in runners[1].occurrences.listing("fair")} == {
         Stamp("rita", runners[1].definitions.get("fair").versions[0].verified.at)  # type: ignore[union-attr]
     }
+
+
+def test_a_run_already_saved_under_the_occurrence_s_id_is_never_started_twice(
+    rl: Runledger, fair: Fair, clock: Clock
+) -> None:
+    """Were the run and the occurrence's Started ever saved apart (a crash between them), the
+    run id taken from the occurrence would still refuse a second run."""
+    verified_and_published(rl, "fair", fair_spec())
+    occurrence = schedule(rl, "fair", 60)
+    rl.runs.start(fair_spec(), run_id=run_id_for(occurrence))
+    clock.advance(60)
+    report = tick(rl)
+    assert (report.started.started, report.started.already) == ([], 1)
+    assert runs_of(rl) == [run_id_for(occurrence)]
