@@ -4,6 +4,7 @@ with a params model and a dry-run check, and specs that use it."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -43,6 +44,7 @@ class Fair:
     lights: dict[str, Any] = field(default_factory=dict)
     check_answer: Any = None
     """What the dry-run check answers instead of its own verdict (garbage, a raise), when set."""
+    check_sleep_s: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def install(self, registry: Registry) -> None:
@@ -91,6 +93,7 @@ class Fair:
         return {"ok": True}
 
     def _check(self, params: dict[str, Any]) -> Any:
+        time.sleep(self.check_sleep_s)
         if self.check_answer is not None:
             if isinstance(self.check_answer, BaseException):
                 raise self.check_answer

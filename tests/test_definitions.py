@@ -11,6 +11,7 @@ import pytest
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, Conflict, NotFound
 from runledger.application.modules.protocol import Registry
+from runledger.application.services import dry_run
 from runledger.domain.definition import NothingPublished, Stamp
 from runledger.domain.occurrence import Occurrence
 from tests.definitions_support import (
@@ -22,7 +23,7 @@ from tests.definitions_support import (
     verified_and_published,
 )
 from tests.game import Clock
-from tests.reading import tick, written
+from tests.reading import tick, wall, written
 
 Opener = Callable[..., Runledger]
 
@@ -271,3 +272,23 @@ def test_the_repinned_occurrences_events_say_who_published(rl: Runledger) -> Non
     rl.definitions.publish("fair", "paul")
     [repinned] = [e for e in rl.app.events.get(waiting) if isinstance(e, Occurrence.Repinned)]
     assert (repinned.version, repinned.by) == (2, "paul")
+
+
+def test_checks_that_hang_cost_a_dry_run_its_bound_and_not_more(
+    make_runledger: Callable[..., Runledger], fair: Fair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dry_run, "CHECK_BUDGET_S", 0.2)
+    monkeypatch.setattr(dry_run, "TOTAL_BUDGET_S", 0.5)
+    fair.check_sleep_s = 5
+    rl = make_runledger()  # the real clock: the bound is on the wall's time
+    spec = fair_spec(phase("open", *(stall(f"s{i}") for i in range(6))))
+    rl.definitions.create("fair", spec, "ann")
+    started = wall()
+    problems = rl.definitions.verify("fair", "rita").problems
+    assert wall() - started < 2
+    assert problems[0].endswith('the dry-run check of "fair.stall" did not answer within 0.2s')
+    assert problems[-1] == (
+        "phases.0.steps.5.action: not checked: the dry run's 0.5s for module checks ran out "
+        "before this step"
+    )
+    assert len(problems) == 6 and fair.world_calls == 0

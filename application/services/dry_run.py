@@ -10,6 +10,7 @@ window when another run holds it now until past the moment the lease step could 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,6 +31,9 @@ MAX_PROBLEMS = 500
 """Problems one dry run records; the rest are counted in one last line."""
 CHECK_BUDGET_S = 5.0
 """The most one module's dry-run check may take (its action's budget when that is shorter)."""
+TOTAL_BUDGET_S = 30.0
+"""The most all of one dry run's module calls may take: a verify holds the API's write turn,
+so a module whose checks hang must not hold it for a thousand steps' budgets."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class DryRunner:
     def problems(self, spec: RunSpec, starts: list[datetime]) -> list[str]:
         """Every problem of ``spec``, for runs starting at ``starts`` (now when empty)."""
         elsewhere = self.serving()
+        deadline = time.monotonic() + TOTAL_BUDGET_S
         found: list[str] = []
         leases: list[PlannedLease] = []
         offsets = phase_offsets(spec)
@@ -76,26 +81,36 @@ class DryRunner:
                     found += said
                     leases += [planned] if planned is not None else []
                 else:
-                    found += self._action(where, step, elsewhere)
+                    found += self._action(where, step, elsewhere, deadline)
         found += overlapping(leases, spec)
         found += self._held(leases, starts or [self.clock()])
         return bounded(found)
 
-    def _action(self, where: str, step: StepSpec, elsewhere: ServedElsewhere) -> list[str]:
+    def _action(
+        self, where: str, step: StepSpec, elsewhere: ServedElsewhere, deadline: float
+    ) -> list[str]:
         action = self.registry.action(step.action)
         if action is None or action.perform is None:
             if elsewhere(step.action):
                 return []  # served by another runner: only the shape can be checked here
             return [f'{where}.action: no module registers "{step.action}"']
-        found = self._params_model(where, action, step.params)
-        return found + self._check(where, action, step.params)
+        if action.params is None and action.check is None:
+            return []
+        budget = min(self._budget(action), deadline - time.monotonic())
+        if budget <= 0:
+            return [
+                f"{where}.action: not checked: the dry run's {TOTAL_BUDGET_S:g}s for module "
+                "checks ran out before this step"
+            ]
+        found = self._params_model(where, action, step.params, budget)
+        return found + self._check(where, action, step.params, budget)
 
-    def _params_model(self, where: str, action: Action, params: dict[str, Any]) -> list[str]:
+    def _params_model(
+        self, where: str, action: Action, params: dict[str, Any], budget: float
+    ) -> list[str]:
         if action.params is None:
             return []
-        outcome = call_with_deadline(
-            _validate, {"model": action.params, "params": params}, self._budget(action)
-        )
+        outcome = call_with_deadline(_validate, {"model": action.params, "params": params}, budget)
         if isinstance(outcome, Returned) and isinstance(outcome.value, list):
             return [
                 f"{where}.params{_path(loc)}: {made_storable(str(msg))}"
@@ -103,12 +118,12 @@ class DryRunner:
             ]
         return [f"{where}.params: {self._failed(action, 'params model', outcome)}"]
 
-    def _check(self, where: str, action: Action, params: dict[str, Any]) -> list[str]:
+    def _check(
+        self, where: str, action: Action, params: dict[str, Any], budget: float
+    ) -> list[str]:
         if action.check is None:
             return []
-        outcome = call_with_deadline(
-            action.check, {"params": copy.deepcopy(params)}, self._budget(action)
-        )
+        outcome = call_with_deadline(action.check, {"params": copy.deepcopy(params)}, budget)
         if isinstance(outcome, Returned) and isinstance(outcome.value, list):
             said = [_module_problem(item) for item in outcome.value]
             if None not in said:
