@@ -139,3 +139,13 @@ def test_refusals_exit_1_and_usage_exits_2(cli: Cli, tmp_path: Path) -> None:
     )
     assert (cancelled.state, cancelled.cancelled_by) == ("cancelled", "sam")
     assert "was cancelled" in cli("def", "cancel", str(occurrence), "--by", "sam", code=1).out
+
+
+def test_hostile_names_and_problems_are_shown_never_obeyed(cli: Cli, tmp_path: Path) -> None:
+    hostile = {"id": "s", "action": '\x1b[31m"><img src=x onerror=alert(1)>', "params": {}}
+    cli("def", "create", "hostile", "--file", spec_file(tmp_path, "h", hostile), "--by", "<b>ann")
+    said = cli("def", "verify", "hostile", "--by", "\x1b]0;pwned\x07rita", code=exits.FAILED)
+    assert "\x1b" not in said.out and "\\x1b[31m" in said.out
+    assert '"><img src=x onerror=alert(1)>' in said.out  # shown as text, a terminal has no HTML
+    shown = cli("def", "show", "hostile").out
+    assert "\x1b" not in shown and "\x07" not in shown and "\\x1b]0;pwned" in shown
