@@ -210,16 +210,20 @@ def occurrences(
     if not found:
         console.print("No occurrences.")
         return
-    table = Table("occurrence", "definition", "due", "version", "verified", "state", "run")
+    table = Table("definition", "version", "verified by", "state", title="Occurrences")
+    table.add_column("due (UTC)", no_wrap=True)
+    # Ids are what `def cancel` and `log` take: a narrow terminal folds one, never cuts it.
+    table.add_column("run", overflow="fold")
+    table.add_column("id", overflow="fold")
     for o in found:
         table.add_row(
-            str(o.occurrence_id),
             Text(safe_text(o.definition)),
-            f"{o.due_at:%Y-%m-%d %H:%M:%S}",
             str(o.version),
-            _stamped(o.verified),
+            Text(safe_text(o.verified.by, 80)) if o.verified else "unverified",
             o.state,
+            f"{o.due_at:%Y-%m-%d %H:%M}",
             str(o.run_id or ""),
+            str(o.occurrence_id),
         )
     console.print(table)
 
