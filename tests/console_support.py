@@ -20,7 +20,7 @@ from uuid import UUID
 import pytest
 import uvicorn
 from httpx import Response
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 from starlette.types import ASGIApp
 
 from runledger.application.bootstrap import init_store
@@ -130,15 +130,28 @@ def unfrozen_clock_fixture() -> Clock:
     return Clock(START)
 
 
+_CHROMIUM: list[tuple[Playwright, Browser]] = []
+
+
 @pytest.fixture(scope="session", name="browser")
-def browser_fixture() -> Iterator[Browser]:
-    """Debian's headless Chromium, driven by Playwright (never `playwright install`)."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
-        yield browser
-        browser.close()
+def browser_fixture(request: pytest.FixtureRequest) -> Browser:
+    """Debian's headless Chromium, driven by Playwright (never `playwright install`).
+
+    One for the whole session: each test module that imports this fixture is, to pytest, a
+    fixture of its own, and a second Playwright started in the same thread refuses to run."""
+    if not _CHROMIUM:
+        if not CHROMIUM.exists():
+            pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver")
+        playwright = sync_playwright().start()
+        _CHROMIUM.append((playwright, playwright.chromium.launch(executable_path=str(CHROMIUM))))
+        request.config.add_cleanup(_close_chromium)
+    return _CHROMIUM[0][1]
+
+
+def _close_chromium() -> None:
+    playwright, browser = _CHROMIUM.pop()
+    browser.close()
+    playwright.stop()
 
 
 @dataclass

@@ -583,10 +583,14 @@ def test_a_slow_sweep_keeps_its_claims_until_its_calls_are_made_so_no_other_runn
     observer: Runledger, runners: Runners
 ) -> None:
     rl = observer
-    # Six groups of 0.4 s calls take 2.4 s; each call is well inside its 0.5 s budget.
+    # Six groups of 0.6 s calls take 3.6 s; each call is inside its 0.7 s budget, and a claim
+    # lasts budget + slack = 1.7 s: claims taken for the whole sweep up front would lapse before
+    # the last groups' calls. The slack leaves a loaded machine (CI runs tests three at a time
+    # on two cores) a second to save each verdict; with 0.3 s one verdict came late and the
+    # other runner, rightly, asked again.
     run_id = rl.runs.start(spec("slow module", {f"s{i}": 1 for i in range(6)}))
     for worker in ("r1", "r2"):
-        runners.start(worker, "--revert-ms", "400", "--budget-ms", "500", "--claim-slack-s", "0.3")
+        runners.start(worker, "--revert-ms", "600", "--budget-ms", "700", "--claim-slack-s", "1")
     runners.wait_until(lambda: settled(rl, [run_id]), "the run to be given back")
     for worker in ("r1", "r2"):
         runners.stop(worker)

@@ -806,6 +806,14 @@ def test_stepping_a_drifted_lease_shows_baseline_applied_and_current_where_they_
     assert stepping.frames[0].values == {"baseline": "clear", "applied": "storm", "current": None}
     assert stepping.frames[3].changed["state"] == ("drifted", "failing")
     assert stepping.frames[3].changed["attempts"] == (1, 0)
+    assert [f.actor for f in stepping.frames] == [
+        None,
+        "w1",
+        "w1",
+        "alice",
+        "alice (manual)",
+        "alice (manual)",
+    ]
 
 
 @pytest.fixture

@@ -179,6 +179,7 @@ def stepping(found: Stepping) -> history.EntryHistory:
                 state=f.state,
                 changed={k: history.Change(before=b, after=a) for k, (b, a) in f.changed.items()},
                 values=None if f.values is None else history.SideBySide(**f.values),
+                actor=f.actor,
             )
             for f in found.frames
         ],

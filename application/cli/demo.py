@@ -37,8 +37,7 @@ def demo() -> None:
     """A small festival on the sandbox world, end to end: given back, left alone, and what needs
     a person."""
     logging.basicConfig(level=logging.ERROR)
-    settings = _demo_settings(guarded(Settings.from_env))
-    where = guarded(lambda: init_store(settings))
+    settings, where = prepared()
     with guarded(lambda: bootstrap(settings)) as rl:
         console.print(
             Text.assemble(
@@ -48,7 +47,14 @@ def demo() -> None:
         run_demo(rl, console)
 
 
-def _demo_settings(settings: Settings) -> Settings:
+def prepared() -> tuple[Settings, str]:
+    """The demo's settings and the store it plays into, initialised (said as where it is): what
+    `runledger demo` and `runledger serve --demo` both start from."""
+    settings = demo_settings(guarded(Settings.from_env))
+    return settings, guarded(lambda: init_store(settings))
+
+
+def demo_settings(settings: Settings) -> Settings:
     budget = {"RUNLEDGER_SANDBOX_BUDGET_MS": "500"} | settings.module_settings
     settings = settings.model_copy(update={"module_settings": budget})
     if not os.environ.get("EVENT_RETRY_DELAYS_S"):

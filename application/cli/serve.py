@@ -1,42 +1,37 @@
-"""`runledger serve`: the HTTP API, and in the same process a runner, until SIGTERM."""
+"""`runledger serve`: the console and the HTTP API, and in the same process a runner, until
+SIGTERM or Ctrl-C; with --demo, the demo's story played into the store as it starts."""
 
 from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 from typing import Annotated
 
 import typer
 import uvicorn
+from rich.console import Console
 
 from runledger.application.api.app import create_app
 from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.application.cli.errors import guarded
+from runledger.application.cli.demo import prepared, run_demo
+from runledger.application.cli.display import safe_text
+from runledger.application.cli.errors import OPERATOR_ERRORS, guarded
 from runledger.application.cli.runner import default_worker
 from runledger.application.errors import BadRequest
+from runledger.application.settings import Settings
 from runledger.application.telemetry import configure_logging
 
 log = logging.getLogger("runledger.serve")
 
-
-def _runner_thread(
-    rl: Runledger, worker: str, interval: float, stop: threading.Event
-) -> threading.Thread:
-    """A runner on its own composition root (the services keep per-tick state on themselves),
-    sharing the modules this process loaded."""
-    own = bootstrap(rl.settings, rl.registry, clock=rl.clock, telemetry=rl.telemetry)
-    own.modules = rl.modules
-
-    def work() -> None:
-        try:
-            own.runner(worker).run(interval, stop)
-        finally:
-            own.close()
-
-    thread = threading.Thread(target=work, name=f"runner-{worker}", daemon=True)
-    thread.start()
-    return thread
+DEMO_PERSON = "demo"
+DEMO_HELP = (
+    "print the console's address and a new sign-in token for "
+    f'"{DEMO_PERSON}", an operator, and play the demo\'s story into the store while the console '
+    "shows it: ./runledger.sqlite3, or RUNLEDGER_DATABASE_URL (PostgreSQL works too)"
+)
+ALL_ADDRESSES = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
 def serve(
@@ -49,31 +44,115 @@ def serve(
     worker_name: Annotated[
         str, typer.Option("--worker", help="the runner's name (default: host:pid)")
     ] = "",
+    demo: Annotated[bool, typer.Option("--demo", help=DEMO_HELP)] = False,
 ) -> None:
-    """Serve the admin HTTP API (and tick as a runner) until SIGTERM or Ctrl-C."""
+    """Serve the console at / and the admin HTTP API under /admin (and tick as a runner) until
+    SIGTERM or Ctrl-C."""
     configure_logging()
     guarded(lambda: None if 0 < port < 65536 else _bad_port(port))
-    with guarded(bootstrap) as rl:
+    listening = guarded(lambda: listen(host, port))
+    settings, where = prepared() if demo else (guarded(Settings.from_env), "")
+    with guarded(lambda: bootstrap(settings)) as rl:
         stop = threading.Event()
         thread = (
-            _runner_thread(rl, worker_name or default_worker(), interval, stop) if runner else None
+            _worker_thread(rl, worker_name or default_worker(), interval, stop, demo, runner)
+            if demo or runner
+            else None
         )
-        config = uvicorn.Config(
-            create_app(rl), host=host, port=port, log_config=None, access_log=False
-        )
-        log.info("serving on http://%s:%d (runner: %s)", host, port, "yes" if runner else "no")
+        if demo:
+            issued = guarded(lambda: rl.tokens.issue(DEMO_PERSON, "operator", by="serve --demo"))
+            _welcome(address(host, port), issued.secret, where)
+        config = uvicorn.Config(create_app(rl), log_config=None, access_log=False)
+        log.info("serving on %s (runner: %s)", address(host, port), "yes" if runner else "no")
         # uvicorn turns SIGTERM / SIGINT into a graceful stop, then puts back the handlers it
         # found and raises the signal again: with the defaults that kills the process before
         # the runner below has stopped and recorded it. Found handlers that do nothing.
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: None)
         try:
-            uvicorn.Server(config).run()  # returns on SIGTERM / SIGINT, requests finished
+            uvicorn.Server(config).run([listening])  # returns on SIGTERM / SIGINT
         finally:
             stop.set()
             if thread is not None:
                 thread.join()
         log.info("stopped")
+
+
+def _worker_thread(
+    rl: Runledger, worker: str, interval: float, stop: threading.Event, story: bool, ticks: bool
+) -> threading.Thread:
+    """The demo's story (with --demo), then a runner (unless --no-runner), on a composition root
+    of their own (the services keep per-tick state on themselves), sharing the modules this
+    process loaded. The story plays while the console already answers, so a person sees it."""
+    own = bootstrap(rl.settings, rl.registry, clock=rl.clock, telemetry=rl.telemetry)
+    own.modules = rl.modules
+
+    def work() -> None:
+        try:
+            if story:
+                _play(own)
+            if ticks:
+                own.runner(worker).run(interval, stop)
+        finally:
+            own.close()
+
+    thread = threading.Thread(target=work, name=f"runner-{worker}", daemon=True)
+    thread.start()
+    return thread
+
+
+def _play(rl: Runledger) -> None:
+    """The demo's story, told to nobody: the terminal keeps the address and the token on top,
+    and the console shows the runs."""
+    try:
+        runs = run_demo(rl, Console(quiet=True))
+        ended = rl.queries.runs(runs, rl.clock(), rl.settings.max_revert_attempts)
+    except OPERATOR_ERRORS as error:
+        log.error("the demo's story stopped: %s", safe_text(error, 2_000))
+        return
+    said = "; ".join(f"{r.name}: {r.status}, cleanup {r.cleanup_status}" for r in ended)
+    log.info("the demo's story has played (%s)", safe_text(said, 2_000))
+
+
+def _welcome(url: str, secret: str, where: str) -> None:
+    """The address and the token, first and plain (no wrapping: both are copied by hand)."""
+    lines = (
+        "",
+        f"  runledger console   {url}",
+        f"  sign-in token       {secret}",
+        "",
+        f"  Open the address and paste the token: you are {DEMO_PERSON}, an operator.",
+        f"  The demo's story plays into the {safe_text(where, 200)} as you look,",
+        "  then a runner keeps ticking. Ctrl-C stops.",
+        "  (runledger demo tells the same story in the terminal.)",
+        "",
+    )
+    print("\n".join(lines), flush=True)
+
+
+def address(host: str, port: int) -> str:
+    """Where a browser on this machine finds the console."""
+    shown = ALL_ADDRESSES.get(host, host)
+    return f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, made before anything is played or printed: the address said is one
+    that answers, and a port already taken is one sentence, not a log line after the banner."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP by name, as uvicorn's own bind does: asyncio sets TCP_NODELAY only on sockets
+    # that say so, and without it every keep-alive answer waits ~40 ms for a delayed ACK.
+    listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+        listening.listen(2048)
+    except OSError as error:
+        listening.close()
+        raise BadRequest(
+            f"--host/--port: cannot listen on {host}:{port} ({error.strerror or error})"
+        ) from None
+    return listening
 
 
 def _bad_port(port: int) -> None:

@@ -71,6 +71,7 @@ class StepFrame:
     state: dict[str, Any]
     changed: dict[str, tuple[Any, Any]]
     values: dict[str, Any] | None = None
+    actor: str | None = None
 
 
 @dataclass
@@ -162,6 +163,7 @@ class History:
         entry: Any = None
         before: dict[str, Any] = {}
         for event in events:
+            actor = _actor(event, entry)  # before mutate(), which changes the entry in place
             entry = event.mutate(entry)
             if not isinstance(entry, Resource):
                 raise BadRequest(f"{entry_id} is not a ledger entry")
@@ -175,6 +177,7 @@ class History:
                     state,
                     changed,
                     _values(entry),
+                    actor,
                 )
             )
             before = state

@@ -30,6 +30,9 @@ class Frame(Answer):
     state: dict[str, Any]
     changed: dict[str, Change]
     values: SideBySide | None
+    actor: str | None = Field(
+        None, description="who did it, as the event names them: a runner's worker or a person"
+    )
 
 
 class EntryHistory(Answer):

@@ -1,0 +1,229 @@
+"""What a person may do to a run from its page: the actions, the sentence each confirmation
+says, doing it in the person's name, and the sentence that says what came of it.
+
+An outcome travels to the page after the redirect in the session (a signed cookie): only this
+module writes it, and the page shows it as text, so nothing sent can become markup."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID
+
+from fastapi import Request
+
+from runledger.application.api import reading
+from runledger.application.api.schemas.runs import RunSummary
+from runledger.application.bootstrap import Runledger
+from runledger.domain.spec import RunSpec
+from runledger.domain.text import safe_text
+
+Action = Literal["advance", "cancel", "keep", "abort", "cleanup"]
+LABELS: dict[str, str] = {
+    "advance": "Advance",
+    "cancel": "Cancel with cleanup",
+    "keep": "Cancel without cleanup",
+    "abort": "Abort",
+    "cleanup": "Retry cleanup",
+}
+ENDING = ("advance", "cancel", "keep", "abort")
+DONE = {"advance": "advanced", "cancel": "cancelled", "keep": "cancelled", "abort": "aborted"}
+CLEANUP_SAID = {
+    "complete": "cleanup complete",
+    "incomplete": "cleanup incomplete",
+    "pending": "cleanup still pending",
+    "not_required": "nothing to give back",
+}
+
+
+def offered(run: RunSummary) -> list[str]:
+    """The actions a run's state allows: ending it while it runs, asking again once it ended."""
+    if run.status == "running":
+        return list(ENDING)
+    return ["cleanup"] if run.unresolved else []
+
+
+def entries(count: int) -> str:
+    return f"{count:,} entry" if count == 1 else f"{count:,} entries"
+
+
+@dataclass(frozen=True)
+class Before:
+    """The run as it stands before an action: what its confirmation and outcome speak of."""
+
+    run: RunSummary
+    phases: list[str]
+    phase: int
+
+    @classmethod
+    def read(cls, rl: Runledger, run_id: UUID) -> Before:
+        run = reading.run_summary(reading.known_run(rl, run_id))
+        stored = rl.ledger.get_run(run_id)
+        phases = [p.id for p in RunSpec.stored(stored.spec).phases] if stored.spec else []
+        return cls(run, phases, stored.phase)
+
+    @property
+    def name(self) -> str:
+        return f"'{safe_text(self.run.name, 120)}'"
+
+    @property
+    def left(self) -> str:
+        return f"{entries(self.run.unresolved)} left to give back"
+
+    @property
+    def current(self) -> str:
+        return self.phases[self.phase] if self.phase < len(self.phases) else "?"
+
+
+@dataclass(frozen=True)
+class Foreseen:
+    said: str
+    possible: bool
+
+
+def foresee(before: Before, action: str, by: str) -> Foreseen:
+    """Exactly what pressing the button will do, or why it can do nothing now."""
+    name, left, by = before.name, before.left, safe_text(by, 120)
+    if action == "cleanup":
+        if before.run.status == "running":
+            return Foreseen(f"{name} is still running: its cleanup starts when it ends.", False)
+        if not before.run.unresolved:
+            return Foreseen(f"{name} has nothing left to give back.", False)
+        return Foreseen(
+            f"Retry cleanup of {name}: ask the modules again for its {left}, in the name {by}.",
+            True,
+        )
+    if before.run.status != "running":
+        ended = f"{name} has already ended ({before.run.status})"
+        return Foreseen(f"{ended}: it cannot be {DONE[action]} now.", False)
+    if action == "advance":
+        return _advance(before, by)
+    ends = f"the run ends now, in the name {by}"
+    if action == "cancel":
+        said = f"Cancel {name} with cleanup: {ends}; {_giving(before, 'the runner gives back')}."
+    elif action == "keep" and before.run.unresolved:
+        said = (
+            f"Cancel {name} without cleanup: {ends}; its {left} are kept, left in the world in "
+            f"the name {by}; nothing is given back."
+        )
+    elif action == "keep":
+        said = f"Cancel {name} without cleanup: {ends}; {_giving(before, '')}, so nothing is kept."
+    else:
+        said = (
+            f"Abort {name}: the run ends now with the reason you give, in the name {by}; "
+            f"{_giving(before, 'the runner then gives back')}."
+        )
+    return Foreseen(said, True)
+
+
+def _giving(before: Before, giving: str) -> str:
+    """What becomes of the entries left to give back: ``giving`` them, or there are none."""
+    if not before.run.unresolved:
+        return "it has nothing left to give back so far"
+    return f"{giving} its {before.left}"
+
+
+def _advance(before: Before, by: str) -> Foreseen:
+    name, phases, at = before.name, before.phases, before.phase
+    if not phases:
+        return Foreseen(f"{name} was started without a spec: it has no phases to advance.", False)
+    if at + 1 < len(phases):
+        return Foreseen(
+            f"Advance {name}: end phase {phases[at]} and start phase {phases[at + 1]}, "
+            f"in the name {by}.",
+            True,
+        )
+    return Foreseen(
+        f"Advance {name}: phase {phases[at]} is its last, so the run completes, in the name "
+        f"{by}; {_giving(before, 'the runner then gives back')}.",
+        True,
+    )
+
+
+Doer = Callable[[Runledger, threading.Lock, Before, str, str], str]
+
+
+def perform(
+    rl: Runledger, writes: threading.Lock, action: str, run_id: UUID, by: str, reason: str
+) -> str:
+    """Do ``action`` in the name ``by`` under the app's write lock; answers what came of it.
+    A refusal (a domain error, a conflict, a bad reason) is raised and nothing is written."""
+    return DOERS[action](rl, writes, Before.read(rl, run_id), by, reason)
+
+
+def _advanced(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
+    with writes:
+        said = rl.runs.advance(before.run.run_id, by)
+    done = f"Phase {before.current} advanced by {by}"
+    if said == "completed":
+        return f"{done}: it was the last, so the run completed; {_left(rl, before)}."
+    after = Before.read(rl, before.run.run_id)
+    return f"{done}: phase {after.current} has started."
+
+
+def _cancelled(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
+    with writes:
+        rl.ledger.cancel_run(before.run.run_id, by, cleanup=True)
+    return f"Cancelled by {by} with cleanup: {_left(rl, before)}."
+
+
+def _kept(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
+    with writes:
+        kept = rl.ledger.cancel_run(before.run.run_id, by, cleanup=False)
+    return f"Cancelled by {by} without cleanup: {entries(kept)} kept in the name {by}."
+
+
+def _aborted(rl: Runledger, writes: threading.Lock, before: Before, by: str, reason: str) -> str:
+    with writes:
+        rl.ledger.abort_run(before.run.run_id, reason, by=by)
+    return f"Aborted by {by} ({safe_text(reason, 200)}): {_left(rl, before)}."
+
+
+def _retried(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
+    with writes:
+        summary = rl.cleanup.manual_cleanup(before.run.run_id, by)
+    found = reading.cleanup_summary(rl, before.run.run_id, summary)
+    drifted = f", {found.drifted} drifted" if found.drifted else ""
+    return (
+        f"Cleanup retried by {by}: {found.reverted} given back, {found.failed} failing{drifted}, "
+        f"{CLEANUP_SAID.get(found.cleanup_status, found.cleanup_status)}"
+        + (f" ({entries(found.remaining)} left)." if found.remaining else ".")
+    )
+
+
+def _left(rl: Runledger, before: Before) -> str:
+    now = reading.known_run(rl, before.run.run_id)
+    if not now.unresolved:
+        return "nothing is left to give back"
+    return f"the runner gives back its {entries(now.unresolved)} left"
+
+
+DOERS: dict[str, Doer] = {
+    "advance": _advanced,
+    "cancel": _cancelled,
+    "keep": _kept,
+    "abort": _aborted,
+    "cleanup": _retried,
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    said: str
+    refused: bool = False
+
+
+def keep_outcome(request: Request, run_id: UUID, said: str) -> None:
+    """The outcome for the run page after the redirect (POST, then 303, then GET)."""
+    request.session["outcome"] = {"run": str(run_id), "said": safe_text(said, 1_000)}
+
+
+def outcome_of(request: Request, run_id: UUID) -> Outcome | None:
+    """The outcome kept for this run's page, shown once."""
+    found: Any = request.session.pop("outcome", None)
+    if isinstance(found, dict) and found.get("run") == str(run_id):
+        said = found.get("said")
+        return Outcome(said) if isinstance(said, str) else None
+    return None

@@ -1,0 +1,62 @@
+"""What serves the runs: the modules this process loaded, and the runners with their heartbeats."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from runledger.application.api import reading
+from runledger.application.api.deps import Rl
+from runledger.application.web.render import page
+from runledger.application.web.session import Reader
+
+router = APIRouter(include_in_schema=False)
+
+MODULE = {
+    "loaded": ("loaded", "good"),
+    "startup_failed": ("failed to start", "bad"),
+}
+"""Module status → (words, tone), as words.py says a run's."""
+
+RUNNER = {
+    "live": ("live", "good"),
+    "gone": ("gone: no heartbeat", "bad"),
+    "stopped": ("stopped", "quiet"),
+}
+"""Runner state → (words, tone), in the order the page lists them."""
+
+
+@router.get("/modules", response_class=HTMLResponse)
+def modules_page(request: Request, rl: Rl, actor: Reader) -> HTMLResponse:
+    found = reading.modules(rl)
+    failed = sum(m.status != "loaded" for m in found)
+    return page(
+        request,
+        "modules_list.html" if _htmx(request) else "modules.html",
+        actor,
+        modules=found,
+        failed=failed,
+        MODULE=MODULE,
+    )
+
+
+@router.get("/runners", response_class=HTMLResponse)
+def runners_page(request: Request, rl: Rl, actor: Reader) -> HTMLResponse:
+    order = list(RUNNER)
+    found = sorted(  # newest first within each state, as the fleet lists them
+        reading.runners(rl), key=lambda r: order.index(r.state) if r.state in order else len(order)
+    )
+    return page(
+        request,
+        "runners_list.html" if _htmx(request) else "runners.html",
+        actor,
+        runners=found,
+        live=sum(r.state == "live" for r in found),
+        gone_after_s=rl.settings.runner_gone_s,
+        now=rl.clock(),
+        RUNNER=RUNNER,
+    )
+
+
+def _htmx(request: Request) -> bool:
+    return request.headers.get("HX-Request") == "true"
