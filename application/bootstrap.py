@@ -9,22 +9,27 @@ from runledger.application.modules.loader import BUILTIN_DIR, Loader, ModuleEven
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
+from runledger.application.services.definitions import Definitions
 from runledger.application.services.dispatch import Dispatcher
+from runledger.application.services.dry_run import DryRunner
 from runledger.application.services.fleet import Fleet, Loaded
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.history import History
 from runledger.application.services.inputs import worker_name
 from runledger.application.services.leases import CoreLease
 from runledger.application.services.ledger import Ledger
+from runledger.application.services.occurrences import Occurrences
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runner import Runner
 from runledger.application.services.runs import Runs
 from runledger.application.services.serving import served_by
+from runledger.application.services.starts import Starts
 from runledger.application.services.tokens import Tokens
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
 from runledger.application.telemetry import Telemetry
 from runledger.projections.backend import Backend
+from runledger.projections.definitions import DefinitionRows
 from runledger.projections.pages import Pages
 from runledger.projections.projector import Projector
 from runledger.projections.queries import Queries
@@ -56,6 +61,9 @@ class Runledger:
     pages: Pages
     tokens: Tokens
     bulk: Bulk
+    definitions: Definitions
+    occurrences: Occurrences
+    starts: Starts
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
@@ -68,6 +76,7 @@ class Runledger:
     def runner(self, worker: str) -> Runner:
         return Runner(
             runs=self.runs,
+            starts=self.starts,
             cleanup=self.cleanup,
             reconciler=self.reconciler,
             worker=worker_name(worker),
@@ -149,6 +158,40 @@ def bootstrap(
         clock=clock,
         serving=serving,
     )
+    runs = Runs(
+        app=app,
+        streams=streams,
+        queries=queries,
+        ledger=ledger,
+        dispatcher=Dispatcher(
+            app=app,
+            ledger=ledger,
+            registry=registry,
+            core_lease=core_lease,
+            settings=settings,
+            clock=clock,
+            observe=telemetry.module_call,
+        ),
+        core_lease=core_lease,
+        registry=registry,
+        settings=settings,
+        clock=clock,
+        serving=serving,
+    )
+    definition_rows = DefinitionRows(backend, fresh=fresh)
+    definitions = Definitions(
+        app=app,
+        streams=streams,
+        rows=definition_rows,
+        dry_runner=DryRunner(
+            registry=registry,
+            core_lease=core_lease,
+            settings=settings,
+            clock=clock,
+            serving=serving,
+        ),
+        clock=clock,
+    )
     rl = Runledger(
         settings=settings,
         app=app,
@@ -166,26 +209,7 @@ def bootstrap(
             settings=settings,
             clock=clock,
         ),
-        runs=Runs(
-            app=app,
-            streams=streams,
-            queries=queries,
-            ledger=ledger,
-            dispatcher=Dispatcher(
-                app=app,
-                ledger=ledger,
-                registry=registry,
-                core_lease=core_lease,
-                settings=settings,
-                clock=clock,
-                observe=telemetry.module_call,
-            ),
-            core_lease=core_lease,
-            registry=registry,
-            settings=settings,
-            clock=clock,
-            serving=serving,
-        ),
+        runs=runs,
         history=History(app=app, backend=backend, queries=queries, settings=settings, clock=clock),
         fleet=fleet,
         pages=pages,
@@ -197,6 +221,11 @@ def bootstrap(
             max_attempts=settings.max_revert_attempts,
             clock=clock,
         ),
+        definitions=definitions,
+        occurrences=Occurrences(
+            app=app, definitions=definitions, rows=definition_rows, clock=clock
+        ),
+        starts=Starts(app=app, rows=definition_rows, runs=runs, clock=clock),
         clock=clock,
         telemetry=telemetry,
     )

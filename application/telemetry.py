@@ -53,9 +53,11 @@ class Telemetry:
         done = report.advance
         given_back = sum(s.reverted for s in report.swept.values())
         failed = done.failed + sum(s.failed + s.drifted for s in report.swept.values())
-        if done.dispatched or done.completed or done.aborted or report.swept:
+        started = len(report.started.started)
+        if started or done.dispatched or done.completed or done.aborted or report.swept:
             say(
                 "runner.tick",
+                started=started,
                 dispatched=done.dispatched,
                 completed=done.completed,
                 aborted=done.aborted,

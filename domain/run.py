@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
@@ -12,6 +13,18 @@ RunStatus = Literal["running", "completed", "cancelled", "aborted"]
 TERMINAL: frozenset[str] = frozenset({"completed", "cancelled", "aborted"})
 
 
+@dataclass(frozen=True)
+class Origin:
+    """The definition version a run was started from, by which occurrence, and that version's
+    verified stamp (None when it was published unverified)."""
+
+    definition: str
+    version: int
+    occurrence_id: UUID
+    verified_by: str | None = None
+    verified_at: datetime | None = None
+
+
 class Run(Aggregate):
     """The part of a run the ledger needs: that it started, and how it ended."""
 
@@ -20,6 +33,12 @@ class Run(Aggregate):
         at: datetime
         spec: dict[str, Any] | None = None
         by: str | None = None
+        # Runs started from an occurrence; runs of older stores have none of these.
+        definition: str | None = None
+        definition_version: int | None = None
+        occurrence_id: UUID | None = None
+        verified_by: str | None = None
+        verified_at: datetime | None = None
 
     class PhaseAdvanced(Aggregate.Event):
         phase: int
@@ -48,16 +67,40 @@ class Run(Aggregate):
         at: datetime,
         spec: dict[str, Any] | None = None,
         by: str | None = None,
+        origin: Origin | None = None,
     ) -> Run:
-        return cls._create(cls.Started, id=run_id, name=name, at=at, spec=spec, by=by)
+        of = {}
+        if origin is not None:
+            of = {
+                "definition": origin.definition,
+                "definition_version": origin.version,
+                "occurrence_id": origin.occurrence_id,
+                "verified_by": origin.verified_by,
+                "verified_at": origin.verified_at,
+            }
+        return cls._create(cls.Started, id=run_id, name=name, at=at, spec=spec, by=by, **of)
 
     @event(Started)
     def __init__(
-        self, name: str, at: datetime, spec: dict[str, Any] | None = None, by: str | None = None
+        self,
+        name: str,
+        at: datetime,
+        spec: dict[str, Any] | None = None,
+        by: str | None = None,
+        definition: str | None = None,
+        definition_version: int | None = None,
+        occurrence_id: UUID | None = None,
+        verified_by: str | None = None,
+        verified_at: datetime | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
         self.started_by = by
+        self.origin = (
+            None
+            if definition is None or definition_version is None or occurrence_id is None
+            else Origin(definition, definition_version, occurrence_id, verified_by, verified_at)
+        )
         self.status: RunStatus = "running"
         self.started_at = at
         self.ended_at: datetime | None = None

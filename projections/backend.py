@@ -26,6 +26,8 @@ TABLES = (
     "rl_runners",
     "rl_heartbeats",
     "rl_tokens",
+    "rl_definitions",
+    "rl_occurrences",
 )
 
 

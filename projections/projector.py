@@ -16,6 +16,8 @@ from runledger.projections.errors import CannotCatchUp, ProjectionStuck, Stuck
 from runledger.projections.schema import create_tables
 from runledger.projections.stored import decode, reason, require_known
 from runledger.projections.views.base import Event
+from runledger.projections.views.definitions import DefinitionsView
+from runledger.projections.views.occurrences import OccurrencesView
 from runledger.projections.views.resources import ResourcesView
 from runledger.projections.views.run_log import RunLogView
 from runledger.projections.views.runners import RunnersView
@@ -43,7 +45,16 @@ class View(Protocol):
 
 
 def all_views() -> list[View]:
-    return [RunsView(), ResourcesView(), StepsView(), RunLogView(), RunnersView(), TokensView()]
+    return [
+        RunsView(),
+        ResourcesView(),
+        StepsView(),
+        RunLogView(),
+        RunnersView(),
+        TokensView(),
+        DefinitionsView(),
+        OccurrencesView(),
+    ]
 
 
 Peek = tuple[int, list[Note]]

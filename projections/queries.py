@@ -28,6 +28,9 @@ _RETRYABLE = (
 )
 
 
+# Where a run started by an occurrence came from (rows.RunRow.origin).
+ORIGIN = "u.definition, u.definition_version, u.occurrence_id, u.verified_by, u.verified_at"
+
 # Open entries are grouped by run first (the partial index), and each such run is then looked up
 # by key. A plain join lets PostgreSQL hash-join a sequential scan of every run ever held: 1.1 ms
 # with 200 runs of history, 9-14 ms with 20,000.
@@ -70,14 +73,14 @@ class Queries:
             return []
         rows = self._rows(
             f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
-                u.ended_at,
+                u.ended_at, {ORIGIN},
                 COUNT(r.entry_id) AS entries,
                 SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
                 SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
             FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
             WHERE u.run_id IN ({self.backend.markers(len(run_ids))})
             GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
-                u.ended_at
+                u.ended_at, {ORIGIN}
             ORDER BY u.started_at, u.run_id""",
             [max_attempts, now.timestamp(), *[str(r) for r in run_ids]],
         )

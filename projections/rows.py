@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from runledger.domain.run import Origin
 from runledger.domain.status import CleanupStatus, cleanup_status
 
 
@@ -84,6 +85,7 @@ class RunRow:
     end_reason: str | None
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    origin: Origin | None = None
 
     @classmethod
     def of(cls, row: Any) -> RunRow:
@@ -105,7 +107,21 @@ class RunRow:
             end_reason=row["end_reason"],
             started_at=_time(row["started_at"]),
             ended_at=_time(row["ended_at"]),
+            origin=_origin(row),
         )
+
+
+def _origin(row: Any) -> Origin | None:
+    """The definition version a run was started from, when an occurrence started it."""
+    if row["definition"] is None or row["occurrence_id"] is None:
+        return None
+    return Origin(
+        definition=row["definition"],
+        version=int(row["definition_version"]),
+        occurrence_id=UUID(row["occurrence_id"]),
+        verified_by=row["verified_by"],
+        verified_at=_time(row["verified_at"]),
+    )
 
 
 @dataclass(frozen=True)

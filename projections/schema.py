@@ -28,7 +28,9 @@ TABLE_DDL: dict[str, list[str]] = {
         """CREATE TABLE IF NOT EXISTS {rl_runs} (
             run_id TEXT PRIMARY KEY, name TEXT NOT NULL, status TEXT NOT NULL,
             started_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION, ended_by TEXT,
-            end_reason TEXT, phase INTEGER NOT NULL, version BIGINT NOT NULL)""",
+            end_reason TEXT, phase INTEGER NOT NULL, version BIGINT NOT NULL,
+            definition TEXT, definition_version BIGINT, occurrence_id TEXT, verified_by TEXT,
+            verified_at DOUBLE PRECISION)""",
         """CREATE INDEX IF NOT EXISTS {ix_rl_runs}_running ON {rl_runs} (started_at)
             WHERE status = 'running'""",
     ],
@@ -80,6 +82,34 @@ TABLE_DDL: dict[str, list[str]] = {
             revoked_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS {ix_rl_tokens}_digest ON {rl_tokens} (digest)",
     ],
+    "rl_definitions": [
+        """CREATE TABLE IF NOT EXISTS {rl_definitions} (
+            definition_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_by TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL, revision BIGINT NOT NULL,
+            fingerprint TEXT NOT NULL, edited_by TEXT NOT NULL,
+            edited_at DOUBLE PRECISION NOT NULL, dry_runs BIGINT NOT NULL,
+            last_dry_run_passed INTEGER, last_dry_run_by TEXT, last_dry_run_at DOUBLE PRECISION,
+            passed_revision BIGINT, passed_fingerprint TEXT, passed_by TEXT,
+            passed_at DOUBLE PRECISION, versions BIGINT NOT NULL, published_by TEXT,
+            published_at DOUBLE PRECISION, latest_fingerprint TEXT, latest_verified_by TEXT,
+            latest_verified_at DOUBLE PRECISION, scheduled BIGINT NOT NULL,
+            version BIGINT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS {ix_rl_definitions}_name ON {rl_definitions} (name)",
+    ],
+    "rl_occurrences": [
+        """CREATE TABLE IF NOT EXISTS {rl_occurrences} (
+            occurrence_id TEXT PRIMARY KEY, definition_id TEXT NOT NULL,
+            definition TEXT NOT NULL, due_at DOUBLE PRECISION NOT NULL, state TEXT NOT NULL,
+            pinned_version BIGINT NOT NULL, verified_by TEXT, verified_at DOUBLE PRECISION,
+            scheduled_by TEXT NOT NULL, scheduled_at DOUBLE PRECISION NOT NULL, run_id TEXT,
+            started_by TEXT, started_at DOUBLE PRECISION, cancelled_by TEXT,
+            cancelled_at DOUBLE PRECISION, version BIGINT NOT NULL)""",
+        # The start leg's query: what is due, read in due order, whatever has already started.
+        """CREATE INDEX IF NOT EXISTS {ix_rl_occurrences}_due ON {rl_occurrences} (due_at)
+            WHERE state = 'scheduled'""",
+        """CREATE INDEX IF NOT EXISTS {ix_rl_occurrences}_definition ON {rl_occurrences}
+            (definition_id, due_at)""",
+    ],
     # Not a view: a liveness signal the runners overwrite every tick (projections/runners.py
     # says why it is not an event). No projection reads or rebuilds it.
     "rl_heartbeats": [
@@ -94,6 +124,13 @@ TABLE_DDL: dict[str, list[str]] = {
 # Each is NULL for every event written before it, which is what replaying those events gives.
 ADDED_COLUMNS: dict[str, list[tuple[str, str]]] = {
     "rl_resources": [("next_attempt", "DOUBLE PRECISION")],
+    "rl_runs": [
+        ("definition", "TEXT"),
+        ("definition_version", "BIGINT"),
+        ("occurrence_id", "TEXT"),
+        ("verified_by", "TEXT"),
+        ("verified_at", "DOUBLE PRECISION"),
+    ],
 }
 
 

@@ -80,6 +80,10 @@ class Api:
         answer: Response = self.client.post(path, headers=self.headers(who), **kwargs)
         return answer
 
+    def put(self, path: str, who: str | None = "admin", **kwargs: Any) -> Response:
+        answer: Response = self.client.put(path, headers=self.headers(who), **kwargs)
+        return answer
+
     def delete(self, path: str, who: str | None = "admin", **kwargs: Any) -> Response:
         answer: Response = self.client.delete(path, headers=self.headers(who), **kwargs)
         return answer

@@ -267,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.heartbeat is None
             else BeatingRunner(
                 runs=rl.runs,
+                starts=rl.starts,
                 cleanup=rl.cleanup,
                 reconciler=rl.reconciler,
                 worker=args.worker,

@@ -23,6 +23,7 @@ from tests.api_support import (
 
 VIEWER, OPERATOR, ADMIN, OPEN = "viewer", "operator", "admin", None
 RUNS = "/admin/events/runs"
+DEFS = "/admin/definitions"
 NEEDS: dict[tuple[str, str], str | None] = {
     ("GET", RUNS): VIEWER,
     ("POST", RUNS): OPERATOR,
@@ -44,6 +45,19 @@ NEEDS: dict[tuple[str, str], str | None] = {
     ("GET", "/admin/tokens"): ADMIN,
     ("POST", "/admin/tokens"): ADMIN,
     ("DELETE", "/admin/tokens/{token_id}"): ADMIN,
+    ("GET", DEFS): VIEWER,
+    ("POST", DEFS): OPERATOR,
+    ("GET", DEFS + "/{name}"): VIEWER,
+    ("PUT", DEFS + "/{name}/draft"): OPERATOR,
+    ("POST", DEFS + "/{name}/verify"): OPERATOR,
+    ("POST", DEFS + "/{name}/publish"): OPERATOR,
+    ("GET", DEFS + "/{name}/versions"): VIEWER,
+    ("GET", DEFS + "/{name}/versions/{version}"): VIEWER,
+    ("GET", DEFS + "/{name}/occurrences"): VIEWER,
+    ("POST", DEFS + "/{name}/occurrences"): OPERATOR,
+    ("GET", "/admin/occurrences"): VIEWER,
+    ("GET", "/admin/occurrences/{occurrence_id}"): VIEWER,
+    ("POST", "/admin/occurrences/{occurrence_id}/cancel"): OPERATOR,
     ("GET", "/healthz"): OPEN,
     ("GET", "/readyz"): OPEN,
     ("GET", "/metrics"): OPEN,
@@ -54,6 +68,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/admin/events/cleanup/plan"): {},
     ("POST", "/admin/events/cleanup/apply"): {"where": {}, "fingerprint": "0" * 32},
     ("POST", "/admin/tokens"): {"name": "bob", "role": "viewer"},
+    ("POST", DEFS): {"name": "auth-matrix", "spec": shard_run(1)},
+    ("PUT", DEFS + "/{name}/draft"): {"spec": shard_run(1)},
+    ("POST", DEFS + "/{name}/occurrences"): {"at": "2030-01-01T00:00:00Z"},
 }
 """A minimal valid body for each operation whose body is required."""
 

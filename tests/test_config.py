@@ -104,6 +104,8 @@ def test_init_is_idempotent(tmp_path: Path) -> None:
             "run_log": 0,
             "runners": 0,
             "tokens": 0,
+            "definitions": 0,
+            "occurrences": 0,
         }
 
 

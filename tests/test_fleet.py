@@ -189,6 +189,7 @@ def test_a_runner_beats_every_tick_and_leaves_when_stopped_or_interrupted(
     assert listed(rl)["steady"].state == "stopped" and runner.runner_id is None
     crashing = Crashing(
         runs=rl.runs,
+        starts=rl.starts,
         cleanup=rl.cleanup,
         reconciler=rl.reconciler,
         worker="crashing",

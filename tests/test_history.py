@@ -30,6 +30,7 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.services.history import ReplayLine
 from runledger.application.services.leases import CORE_LEASE
 from runledger.application.services.reconcile import EXPIRED_REASON, ORPHANED_REASON
+from runledger.domain.occurrence import run_id_for
 from runledger.domain.resource import LEASE_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.step import Step
@@ -484,6 +485,23 @@ def plant_a_garden(rl: Runledger, registry: Registry, clock: Clock) -> UUID:
     return run
 
 
+def plant_on_schedule(rl: Runledger, clock: Clock) -> None:
+    """A definition verified, published and scheduled twice: one occurrence cancelled, the
+    other started by a tick, so that the definitions, occurrences and runs' origins have rows."""
+    spec = {
+        "name": "orchard",
+        "phases": [{"id": "p1", "steps": [{"id": "plant", "action": "garden.plant"}]}],
+    }
+    rl.definitions.create("orchard", spec, "ann")
+    rl.definitions.verify("orchard", "rita")
+    rl.definitions.publish("orchard", "paul")
+    due = rl.occurrences.schedule("orchard", clock.now + timedelta(seconds=60), "sam")
+    dropped = rl.occurrences.schedule("orchard", clock.now + timedelta(seconds=60), "sam")
+    rl.occurrences.cancel(dropped.id, "sam")
+    clock.advance(60)
+    assert rl.starts.start_leg("w1").started == [run_id_for(due.id)]
+
+
 KEYS = {
     "rl_tracking": "name",
     "rl_runs": "run_id",
@@ -492,6 +510,8 @@ KEYS = {
     "rl_run_log": "position",
     "rl_runners": "runner_id",
     "rl_tokens": "token_id",
+    "rl_definitions": "definition_id",
+    "rl_occurrences": "occurrence_id",
 }
 Dump = dict[str, list[tuple[Any, ...]]]
 
@@ -538,6 +558,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
     plant_a_garden(rl, registry, clock)
     rl.fleet.leave(rl.fleet.join("gardener", ["garden"], ["garden.plant"], []))
     rl.tokens.revoke(rl.tokens.issue("gardener", "viewer", by="alice").token_id, by="alice")
+    plant_on_schedule(rl, clock)
     rl.projector.catch_up()
     before = dump(rl)
     assert all(before[t] for t in KEYS), "every table has rows to compare"
@@ -546,7 +567,16 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
         rl.app, rl.backend, progress=lambda count, reached: seen.append((count, reached))
     )
     assert report.swapped and report.differences == []
-    assert report.views == ["runs", "resources", "steps", "run_log", "runners", "tokens"]
+    assert report.views == [
+        "runs",
+        "resources",
+        "steps",
+        "run_log",
+        "runners",
+        "tokens",
+        "definitions",
+        "occurrences",
+    ]
     assert report.events == sum(c for c, _ in seen) == head(rl) == report.position
     assert seen[-1][1] == head(rl)
     assert dump(rl) == before
@@ -726,7 +756,16 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
     rows = dict(re.findall(r"(\w+)\s+│\s+(\d+\s+│\s+\d+)", listed.stdout))
     assert {k: v.split() for k, v in rows.items()} == {
         name: [str(level), "│", "2"]
-        for name in ("resources", "run_log", "runs", "steps", "runners", "tokens")
+        for name in (
+            "resources",
+            "run_log",
+            "runs",
+            "steps",
+            "runners",
+            "tokens",
+            "definitions",
+            "occurrences",
+        )
     }
     rebuilt = run_cli("rebuild", "runs", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr

@@ -27,6 +27,8 @@ TABLES = (
     "rl_steps",
     "rl_run_log",
     "rl_runners",
+    "rl_definitions",
+    "rl_occurrences",
 )
 """Every table but rl_heartbeats, which an idle runner does write."""
 

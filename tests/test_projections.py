@@ -104,7 +104,17 @@ def test_rows_and_position_commit_together_or_not_at_all(
         rl.projector.catch_up()
     positions = rl.projector.positions()
     assert positions == dict.fromkeys(
-        ("runs", "resources", "steps", "run_log", "runners", "tokens"), 0
+        (
+            "runs",
+            "resources",
+            "steps",
+            "run_log",
+            "runners",
+            "tokens",
+            "definitions",
+            "occurrences",
+        ),
+        0,
     )
     assert dump(rl) == {"rl_runs": [], "rl_resources": [], "rl_steps": [], "rl_run_log": []}
     monkeypatch.undo()

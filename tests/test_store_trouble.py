@@ -286,7 +286,17 @@ def test_many_inits_at_once_on_a_fresh_store_all_succeed(
             assert [d.returncode for d in done] == [0] * 8, [d.stdout + d.stderr for d in done]
             with bootstrap(Settings(database_url=url), Registry()) as rl:
                 assert rl.projector.positions() == dict.fromkeys(
-                    ("runs", "resources", "steps", "run_log", "runners", "tokens"), 0
+                    (
+                        "runs",
+                        "resources",
+                        "steps",
+                        "run_log",
+                        "runners",
+                        "tokens",
+                        "definitions",
+                        "occurrences",
+                    ),
+                    0,
                 )
     finally:
         if admin is not None:

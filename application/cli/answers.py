@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from runledger.application.api.schemas import runs
 from runledger.application.api.schemas.common import Answer
@@ -41,9 +42,11 @@ class Advance(Answer):
 
 
 class Tick(Answer):
-    """`tick`: the advance leg, then a cleanup summary per run the sweep worked."""
+    """`tick`: the runs the start leg started from due occurrences, the advance leg, then a
+    cleanup summary per run the sweep worked."""
 
     worker: str
+    started: list[UUID] = Field(default_factory=list)
     advance: Advance
     swept: list[runs.CleanupSummary]
 

@@ -14,6 +14,7 @@ from runledger import __version__
 from runledger.application.cli import (
     acting,
     cleanup,
+    definitions,
     demo,
     environment,
     exits,
@@ -69,11 +70,12 @@ MAY_BE_INCOMPLETE = (runs.log, cleanup.cleanup)
 
 for command in COMMANDS:
     app.command(epilog=exits.epilog(incomplete=command in MAY_BE_INCOMPLETE))(command)
-for group in (sandbox.app, tokens.app):
+for group in (sandbox.app, tokens.app, definitions.app):
     for info in group.registered_commands:
         info.epilog = exits.epilog()
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tokens.app, name="token")
+app.add_typer(definitions.app, name="def")
 
 
 def _show_version(asked: bool) -> None:

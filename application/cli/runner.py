@@ -32,6 +32,7 @@ def tick(
         report = guarded(guarded(lambda: rl.runner(name)).once)
         answer = Tick(
             worker=name,
+            started=report.started.started,
             advance=Advance.model_validate(report.advance),
             swept=guarded(
                 lambda: [reading.cleanup_summary(rl, r, s) for r, s in report.swept.items()]
@@ -40,6 +41,8 @@ def tick(
     if as_json:
         print_json(answer)
         return
+    for run_id in answer.started:
+        console.print(f"started run {run_id} from a due occurrence")
     console.print(f"advance: {advance_words(report.advance)}")
     for summary in answer.swept:
         console.print(Text.assemble(f"cleanup {summary.run_id}: ", *cleanup_words(summary)))

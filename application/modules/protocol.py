@@ -4,6 +4,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 MAX_BUDGET_MS = 3_600_000
 ModuleFn = Callable[..., Any]
 """A module's function: plain or ``async``; it is always called with keyword arguments."""
@@ -17,6 +19,12 @@ class Action:
     - ``revert(resources=[{kind, ref, payload, member_key}], idempotency_key=, run_id=)`` gives
       back a group; with no resources it gives back whatever it made under that key.
     - ``reconcile(resources=[...], run_id=)`` answers ``{ok: true, in_force: [refs]}``.
+
+    For a definition's dry run (which never calls the three above), optionally:
+
+    - ``params``: a pydantic model a step's params must validate against;
+    - ``check(params=)``: answers a list of problems, each ``{field, problem}`` or a sentence
+      (``[]`` when the params are fine). It must not change the world.
     """
 
     id: str
@@ -25,6 +33,8 @@ class Action:
     revert: ModuleFn | None = None
     reconcile: ModuleFn | None = None
     budget_ms: int | None = None
+    params: type[BaseModel] | None = None
+    check: ModuleFn | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,8 @@ class ModuleRegistrar:
         revert: ModuleFn | None = None,
         reconcile: ModuleFn | None = None,
         budget_ms: int | None = None,
+        params: type[BaseModel] | None = None,
+        check: ModuleFn | None = None,
     ) -> None:
         if action_id in self.registry.actions:
             raise RegistrationError(f"action {action_id!r} is already registered")
@@ -88,8 +100,10 @@ class ModuleRegistrar:
             raise RegistrationError(
                 f"action {action_id!r}: budget_ms must be between 1 and {MAX_BUDGET_MS}"
             )
+        if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
+            raise RegistrationError(f"action {action_id!r}: params must be a pydantic model class")
         self.registry.actions[action_id] = Action(
-            action_id, self.module, perform, revert, reconcile, budget_ms
+            action_id, self.module, perform, revert, reconcile, budget_ms, params, check
         )
 
     def lease(self, lease_id: str, *, apply: ModuleFn, restore: ModuleFn) -> None:

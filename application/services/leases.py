@@ -142,6 +142,14 @@ class CoreLease:
         )
         return classify_restore(outcome, f"{lease_id}#{target}", baseline)
 
+    def holder(self, lease: str, target: str, now: datetime) -> Reservation | None:
+        """The reservation of the run that holds this target now, or None. Reads only: a dry
+        run asks it."""
+        found = self._get(Reservation.create_id(lease, target))
+        if isinstance(found, Reservation) and self._held(found, now):
+            return found
+        return None
+
     def _reserve(
         self, wanted: LeaseParams, run_id: UUID, key: str, until: datetime, now: datetime
     ) -> Reservation | dict[str, Any]:

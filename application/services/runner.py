@@ -4,7 +4,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from runledger.application.errors import (
@@ -20,6 +20,7 @@ from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.fleet import Fleet, Loaded
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runs import AdvanceReport, Runs
+from runledger.application.services.starts import StartReport, Starts
 from runledger.application.services.verdicts import Summary
 from runledger.application.settings import store_config
 
@@ -39,14 +40,16 @@ TROUBLE: tuple[type[BaseException], ...] = (
 class TickReport:
     advance: AdvanceReport
     swept: dict[UUID, Summary]
+    started: StartReport = field(default_factory=StartReport)
 
 
 Observer = Callable[[TickReport, float, float], None]
-"""Told of each tick: its report, the advance leg's and the cleanup leg's seconds."""
+"""Told of each tick: its report, the start and advance legs' seconds, the cleanup leg's."""
 
 
 class Runner:
-    """The tick: the advance leg, then the cleanup leg, so a run that ends in a tick is given
+    """The tick: the start leg (due occurrences become runs), the advance leg, then the cleanup
+    leg, so a run that starts in a tick is dispatched in it, and one that ends in a tick is given
     back in the same tick. A runner records itself in the store (Fleet): it joins before its first
     tick, beats at the start of every tick, and leaves however it stops.
 
@@ -60,6 +63,7 @@ class Runner:
         self,
         *,
         runs: Runs,
+        starts: Starts,
         cleanup: Cleanup,
         reconciler: Reconciler,
         worker: str,
@@ -68,6 +72,7 @@ class Runner:
         observe: Observer | None = None,
     ) -> None:
         self.runs = runs
+        self.starts = starts
         self.cleanup = cleanup
         self.reconciler = reconciler
         self.worker = worker
@@ -80,10 +85,11 @@ class Runner:
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         started = time.perf_counter()
+        begun = self.starts.start_leg(self.worker, stop)
         advance = self.runs.advance_leg(self.worker, stop)
         advanced = time.perf_counter()
         swept = {} if stop is not None and stop.is_set() else self.cleanup.sweep(self.worker, stop)
-        report = TickReport(advance, swept)
+        report = TickReport(advance, swept, begun)
         if self.observe is not None:
             self.observe(report, advanced - started, time.perf_counter() - advanced)
         return report

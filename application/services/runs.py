@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.errors import OUTAGES, BadRequest, Conflict
@@ -23,7 +24,7 @@ from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.progress import PhaseStatus, describe, ready_at, times
-from runledger.domain.run import Run
+from runledger.domain.run import Origin, Run
 from runledger.domain.spec import RunSpec
 from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
 from runledger.projections.queries import Queries
@@ -102,16 +103,32 @@ class Runs:
         spec = parse_spec(document)
         self.elsewhere = self.serving()
         self._check_actions(spec)
-        now = self.clock()
         starter = None if by is None else person(by, "starting a run")
-        run = Run.start(run_id or uuid4(), spec.name, now, spec.model_dump(mode="json"), starter)
+        planned = self._planned(spec, run_id or uuid4(), starter, None)
+        self.app.save(*planned)
+        return planned[0].id
+
+    def start_version(
+        self, spec: dict[str, Any], run_id: UUID, by: str, origin: Origin, *also: Aggregate
+    ) -> UUID:
+        """Start a published version's spec (checked when it was authored) as ``run_id``, in
+        one save with ``also`` (the occurrence that starts it): both are written, or neither."""
+        planned = self._planned(RunSpec.stored(spec), run_id, by, origin)
+        self.app.save(*planned, *also)
+        return run_id
+
+    def _planned(
+        self, spec: RunSpec, run_id: UUID, by: str | None, origin: Origin | None
+    ) -> list[Aggregate]:
+        """The run and its steps, ready to save together."""
+        now = self.clock()
+        run = Run.start(run_id, spec.name, now, spec.model_dump(mode="json"), by, origin)
         steps = [
             Step(run_id=run.id, step_id=s.id, phase=i, action=s.action, params=s.params, at=now)
             for i, phase in enumerate(spec.phases)
             for s in phase.steps
         ]
-        self.app.save(run, *steps)
-        return run.id
+        return [run, *steps]
 
     def advance(self, run_id: UUID, by: str) -> str:
         """A person advances the current phase once its steps are done."""

@@ -26,6 +26,12 @@ def _(event: Run.Started, row: Row | None) -> Row:
         "end_reason": None,
         "phase": 0,
         "version": event.originator_version,
+        # Started by an occurrence: which definition version, and its verified stamp.
+        "definition": event.definition,
+        "definition_version": event.definition_version,
+        "occurrence_id": None if event.occurrence_id is None else str(event.occurrence_id),
+        "verified_by": event.verified_by,
+        "verified_at": epoch(event.verified_at),
     }
 
 
@@ -74,6 +80,11 @@ class RunsView(RowView):
         "end_reason",
         "phase",
         "version",
+        "definition",
+        "definition_version",
+        "occurrence_id",
+        "verified_by",
+        "verified_at",
     )
     events = (Run.Started, Run.PhaseAdvanced, Run.Completed, Run.Cancelled, Run.Aborted)
     apply = apply_run

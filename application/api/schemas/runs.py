@@ -11,6 +11,16 @@ from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
 
 
+class RunOrigin(Answer):
+    """The definition version an occurrence started a run from."""
+
+    definition: str
+    version: int
+    occurrence_id: UUID
+    verified_by: str | None = Field(description="null: the version was published unverified")
+    verified_at: datetime | None
+
+
 class RunSummary(Answer):
     run_id: UUID
     name: str
@@ -22,6 +32,9 @@ class RunSummary(Answer):
     ended_at: datetime | None
     ended_by: str | None
     end_reason: str | None
+    origin: RunOrigin | None = Field(
+        None, description="null for a run started from a spec rather than by an occurrence"
+    )
 
 
 class RunPage(Answer):

@@ -17,6 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from runledger.application.builtin_modules.sandbox.params import SpawnParams, ZoneParams
 from runledger.application.modules.loader import ModuleContext
 
 SCHEMA = [
@@ -215,6 +218,16 @@ class SandboxWorld:
         failed = sorted(fail_refs & set(refs))
         return {"ok": True, "failed": failed} if failed else {"ok": True}
 
+    def zone_is_open(self, name: str) -> bool:
+        """Read without a write lock or a transaction that could change the file: a dry run's
+        check asks it."""
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+        try:
+            row = db.execute("SELECT 1 FROM things WHERE ref = ? AND kind = 'zone'", (name,))
+            return row.fetchone() is not None
+        finally:
+            db.close()
+
     def in_force(self, resources: list[dict[str, Any]]) -> Any:
         present = self.things()
         return {"ok": True, "in_force": [r["ref"] for r in resources if r["ref"] in present]}
@@ -243,9 +256,15 @@ def register(ctx: ModuleContext) -> None:
     """The sandbox as a module: spawns, zones and two leases, with a watcher thread that ends
     zones at their deadline and notices restarts."""
     world = SandboxWorld(Path(ctx.settings.get("RUNLEDGER_SANDBOX_PATH", "sandbox.sqlite3")))
-    for action in ("sandbox.spawn", "sandbox.zone"):
+    checks: dict[str, tuple[type[BaseModel], Callable[..., Any]]] = {
+        "sandbox.spawn": (SpawnParams, lambda params: []),
+        "sandbox.zone": (ZoneParams, lambda params: _zone_problems(world, params)),
+    }
+    for action, (model, check) in checks.items():
         ctx.action(
             action,
+            params=model,
+            check=check,
             perform=lambda params, idempotency_key, run_id, a=action: world.perform(
                 a, params, idempotency_key
             ),
@@ -268,6 +287,14 @@ def register(ctx: ModuleContext) -> None:
         target=_watch, args=(world, ctx, stop), daemon=True, name="sandbox-watch"
     ).start()
     ctx.on_close(stop.set)
+
+
+def _zone_problems(world: SandboxWorld, params: dict[str, Any]) -> list[dict[str, str]]:
+    """A zone whose name is already open in the world: opening it again would adopt that one."""
+    name = params.get("name", "zone")
+    if isinstance(name, str) and world.zone_is_open(name):
+        return [{"field": "name", "problem": f"a zone named {name!r} is already open"}]
+    return []
 
 
 def _watch(world: SandboxWorld, ctx: ModuleContext, stop: threading.Event) -> None:

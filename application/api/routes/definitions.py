@@ -1,0 +1,106 @@
+"""Definitions (W5): create, read, edit the draft, verify, publish, versions, occurrences."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+
+from runledger.application.api import reading_definitions as answer
+from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.schemas import definitions as schema
+from runledger.application.api.schemas.common import Problem
+from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
+from runledger.application.services.definitions import MAX_LISTED
+from runledger.domain.occurrence import OccurrenceState
+
+UNKNOWN: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "no such definition, version or occurrence"},
+}
+Name = Annotated[str, Path(min_length=1, max_length=64, description="the definition's name")]
+Limit = Annotated[int, Query(ge=1, le=MAX_LISTED)]
+
+router = APIRouter(
+    prefix="/admin/definitions", tags=["definitions"], responses=AUTHENTICATED | UNKNOWN | ACTING
+)
+
+
+@router.get("", response_model=list[schema.DefinitionSummary])
+def list_definitions(rl: Rl, _: Viewer, limit: Limit = 200) -> list[schema.DefinitionSummary]:
+    """Every definition by name: its draft, last dry run, latest version."""
+    return [answer.summary(row) for row in rl.definitions.listing(limit)]
+
+
+@router.post("", response_model=schema.DefinitionDetail, status_code=201)
+def create_definition(
+    rl: Rl, writes: Writes, actor: Operator, body: schema.NewDefinition
+) -> schema.DefinitionDetail:
+    """A new definition whose draft is the spec given, in the caller's name."""
+    with writes:
+        created = rl.definitions.create(body.name, body.spec, by=actor.name)
+    return answer.detail(created)
+
+
+@router.get("/{name}", response_model=schema.DefinitionDetail)
+def get_definition(rl: Rl, _: Viewer, name: Name) -> schema.DefinitionDetail:
+    """The draft, the stamp publishing it now would give, the versions and the dry runs."""
+    return answer.detail(rl.definitions.get(name))
+
+
+@router.put("/{name}/draft", response_model=schema.DraftSaved)
+def edit_draft(
+    rl: Rl, writes: Writes, actor: Operator, name: Name, body: schema.Draft
+) -> schema.DraftSaved:
+    """Replace the draft. A changed draft is unverified until a dry run passes on it again."""
+    with writes:
+        edited, changed = rl.definitions.edit(name, body.spec, by=actor.name)
+    return answer.draft_saved(edited, changed)
+
+
+@router.post("/{name}/verify", response_model=schema.Verified)
+def verify_definition(rl: Rl, writes: Writes, actor: Operator, name: Name) -> schema.Verified:
+    """A dry run of the draft against the loaded modules, calling nothing that changes a world;
+    recorded with its fingerprint, the caller as reviewer and the time, passed or not."""
+    with writes:
+        found = rl.definitions.verify(name, by=actor.name)
+    return answer.verified(found)
+
+
+@router.post("/{name}/publish", response_model=schema.Published)
+def publish_definition(rl: Rl, writes: Writes, actor: Operator, name: Name) -> schema.Published:
+    """Freeze the draft as the next version (verified when the latest passing dry run checked
+    this very draft) and re-pin the definition's scheduled occurrences to it."""
+    with writes:
+        found = rl.definitions.publish(name, by=actor.name)
+    return answer.published(name, found)
+
+
+@router.get("/{name}/versions", response_model=list[schema.VersionSummary])
+def list_versions(rl: Rl, _: Viewer, name: Name) -> list[schema.VersionSummary]:
+    return [answer.version_summary(v) for v in rl.definitions.get(name).versions]
+
+
+@router.get("/{name}/versions/{version}", response_model=schema.VersionDetail)
+def get_version(
+    rl: Rl, _: Viewer, name: Name, version: Annotated[int, Path(ge=1, le=1_000_000)]
+) -> schema.VersionDetail:
+    """A published version and its frozen spec."""
+    return answer.version_detail(rl.definitions.version(name, version))
+
+
+@router.get("/{name}/occurrences", response_model=list[schema.Occurrence])
+def list_definition_occurrences(
+    rl: Rl, _: Viewer, name: Name, state: OccurrenceState | None = None, limit: Limit = 200
+) -> list[schema.Occurrence]:
+    """This definition's occurrences in due order."""
+    return [answer.occurrence(row) for row in rl.occurrences.listing(name, state, limit)]
+
+
+@router.post("/{name}/occurrences", response_model=schema.Occurrence, status_code=201)
+def schedule_occurrence(
+    rl: Rl, writes: Writes, actor: Operator, name: Name, body: schema.NewOccurrence
+) -> schema.Occurrence:
+    """Schedule the definition at a time, pinned to its latest version."""
+    with writes:
+        scheduled = rl.occurrences.schedule(name, body.at, by=actor.name)
+    return answer.occurrence(rl.occurrences.row(scheduled.id))

@@ -1,0 +1,46 @@
+"""Occurrences of every definition: list, read, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Query
+
+from runledger.application.api import reading_definitions as answer
+from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.routes.definitions import UNKNOWN, Limit
+from runledger.application.api.schemas import definitions as schema
+from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
+from runledger.domain.occurrence import OccurrenceState
+
+router = APIRouter(
+    prefix="/admin/occurrences", tags=["definitions"], responses=AUTHENTICATED | UNKNOWN | ACTING
+)
+
+
+@router.get("", response_model=list[schema.Occurrence])
+def list_occurrences(
+    rl: Rl,
+    _: Viewer,
+    definition: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    state: OccurrenceState | None = None,
+    limit: Limit = 200,
+) -> list[schema.Occurrence]:
+    """Occurrences in due order, of one definition or all."""
+    return [answer.occurrence(row) for row in rl.occurrences.listing(definition, state, limit)]
+
+
+@router.get("/{occurrence_id}", response_model=schema.Occurrence)
+def get_occurrence(rl: Rl, _: Viewer, occurrence_id: UUID) -> schema.Occurrence:
+    return answer.occurrence(rl.occurrences.row(occurrence_id))
+
+
+@router.post("/{occurrence_id}/cancel", response_model=schema.Occurrence)
+def cancel_occurrence(
+    rl: Rl, writes: Writes, actor: Operator, occurrence_id: UUID
+) -> schema.Occurrence:
+    """Cancel an occurrence still waiting to start, in the caller's name."""
+    with writes:
+        rl.occurrences.cancel(occurrence_id, by=actor.name)
+    return answer.occurrence(rl.occurrences.row(occurrence_id))

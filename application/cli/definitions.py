@@ -1,0 +1,259 @@
+"""`runledger def`: definitions (W5) from the terminal. Writes are made in the name --by gives,
+as `cancel --by` does; --json prints what the API's route answers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from runledger.application.api import reading_definitions as answer
+from runledger.application.api.schemas import definitions as schema
+from runledger.application.bootstrap import bootstrap
+from runledger.application.cli import exits
+from runledger.application.cli.answers import print_json
+from runledger.application.cli.console import console
+from runledger.application.cli.display import json_text, safe_text
+from runledger.application.cli.errors import Usage, guarded
+from runledger.application.cli.options import AsJson, moment
+from runledger.domain.occurrence import OccurrenceState
+
+app = typer.Typer(
+    help="Definitions: a draft verified by a dry run, published as frozen versions, "
+    "scheduled as occurrences that runners start by themselves."
+)
+
+By = Annotated[str, typer.Option("--by", help="who does it (recorded with it)")]
+SpecFile = Annotated[
+    typer.FileText, typer.Option("--file", "-f", help="a JSON spec file, or - for stdin")
+]
+Name = Annotated[str, typer.Argument(help="the definition's name")]
+STATES = "scheduled, started or cancelled"
+
+
+@app.command("create")
+def create(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
+    """Create a definition whose draft is the spec in the file."""
+    with guarded(bootstrap) as rl:
+        created = guarded(lambda: rl.definitions.create(name, spec.read(), by))
+    if as_json:
+        print_json(answer.detail(created))
+        return
+    console.print(f"created {safe_text(created.name)}: draft {created.fingerprint[:12]}")
+
+
+@app.command("edit")
+def edit(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
+    """Replace a definition's draft with the spec in the file."""
+    with guarded(bootstrap) as rl:
+        edited, changed = guarded(lambda: rl.definitions.edit(name, spec.read(), by))
+    saved = answer.draft_saved(edited, changed)
+    if as_json:
+        print_json(saved)
+    elif changed:
+        console.print(
+            f"edited {safe_text(name)}: draft {saved.fingerprint[:12]} (revision "
+            f"{saved.revision}), unverified until a dry run passes on it"
+        )
+    else:
+        console.print(f"{safe_text(name)}: the draft is this spec already; nothing recorded")
+
+
+@app.command("verify")
+def verify(name: Name, by: By, as_json: AsJson = False) -> None:
+    """Dry-run the draft against the loaded modules, calling nothing that changes a world, and
+    record it in your name. Exits 1 when it found problems (each names its field)."""
+    with guarded(bootstrap) as rl:
+        found = answer.verified(guarded(lambda: rl.definitions.verify(name, by)))
+    if as_json:
+        print_json(found)
+    elif found.passed:
+        console.print(
+            f"{safe_text(name)}: dry run {found.dry_run} passed; draft {found.fingerprint[:12]} "
+            f"verified by {safe_text(found.reviewer)} at {found.at:%Y-%m-%d %H:%M:%S} UTC"
+        )
+    else:
+        console.print(
+            f"{safe_text(name)}: dry run {found.dry_run} found "
+            f"{len(found.problems)} problem(s); the draft is not verified"
+        )
+        for problem in found.problems:
+            console.print(Text(f"  {safe_text(problem)}", style="red"))
+    if not found.passed:
+        raise typer.Exit(exits.FAILED)
+
+
+@app.command("publish")
+def publish(name: Name, by: By, as_json: AsJson = False) -> None:
+    """Freeze the draft as the next version and re-pin the scheduled occurrences to it."""
+    with guarded(bootstrap) as rl:
+        found = answer.published(name, guarded(lambda: rl.definitions.publish(name, by)))
+    if as_json:
+        print_json(found)
+    else:
+        console.print(safe_text(found.message))
+
+
+@app.command("list")
+def listing(as_json: AsJson = False) -> None:
+    """Every definition: its draft, last dry run and latest version."""
+    with guarded(bootstrap) as rl:
+        found = [answer.summary(row) for row in guarded(rl.definitions.listing)]
+    if as_json:
+        print_json(found)
+        return
+    if not found:
+        console.print("No definitions yet.")
+        return
+    table = Table("name", "draft", "last dry run", "versions", "latest", title="Definitions")
+    for d in found:
+        table.add_row(
+            Text(safe_text(d.name)),
+            f"{d.fingerprint[:12]} r{d.revision}" + (" verified" if d.draft_verified else ""),
+            {None: "none", True: "passed", False: "problems"}[d.last_dry_run_passed],
+            str(d.versions),
+            _stamped(d.latest_verified) if d.versions else "",
+        )
+    console.print(table)
+
+
+@app.command("show")
+def show(
+    name: Name,
+    version: Annotated[int | None, typer.Option(help="a published version's frozen spec")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """A definition: its draft and dry runs, or one version with its frozen spec."""
+    with guarded(bootstrap) as rl:
+        if version is not None:
+            frozen = answer.version_detail(guarded(lambda: rl.definitions.version(name, version)))
+            if as_json:
+                print_json(frozen)
+            else:
+                console.print(
+                    f"{safe_text(name)} version {frozen.version}: {_stamped(frozen.verified)}"
+                )
+                console.print(safe_text(json_text(frozen.spec), 100_000))
+            return
+        found = answer.detail(guarded(lambda: rl.definitions.get(name)))
+    if as_json:
+        print_json(found)
+        return
+    console.print(
+        f"{safe_text(found.name)}: draft {found.fingerprint[:12]} (revision {found.revision}), "
+        f"publishing it now: {_stamped(found.draft_verified)}"
+    )
+    for dry in found.dry_runs:
+        outcome = "passed" if dry.passed else f"{len(dry.problems)} problem(s)"
+        console.print(
+            f"  dry run {dry.number} of revision {dry.revision} by {safe_text(dry.by)} at "
+            f"{dry.at:%Y-%m-%d %H:%M:%S}: {outcome}"
+        )
+    _versions(found.versions)
+
+
+@app.command("versions")
+def versions(name: Name, as_json: AsJson = False) -> None:
+    """A definition's published versions, each verified or not."""
+    with guarded(bootstrap) as rl:
+        found = [
+            answer.version_summary(v) for v in guarded(lambda: rl.definitions.get(name)).versions
+        ]
+    if as_json:
+        print_json(found)
+    elif not found:
+        console.print(f"{safe_text(name)} has no published version yet.")
+    else:
+        _versions(found)
+
+
+@app.command("schedule")
+def schedule(
+    name: Name,
+    at: Annotated[str, typer.Option("--at", help="when, ISO 8601 (UTC unless it says)")],
+    by: By,
+    as_json: AsJson = False,
+) -> None:
+    """Schedule the definition at a time, pinned to its latest version."""
+    when = guarded(lambda: moment("--at", at))
+    if when is None:
+        raise Usage("--at is needed")
+    with guarded(bootstrap) as rl:
+        made = guarded(lambda: rl.occurrences.schedule(name, when, by))
+        found = answer.occurrence(guarded(lambda: rl.occurrences.row(made.id)))
+    if as_json:
+        print_json(found)
+    else:
+        console.print(
+            f"occurrence {found.occurrence_id}: {safe_text(name)} version {found.version} at "
+            f"{found.due_at:%Y-%m-%d %H:%M:%S} UTC, {_stamped(found.verified)}"
+        )
+
+
+@app.command("occurrences")
+def occurrences(
+    name: Annotated[str | None, typer.Argument(help="one definition's; all when left out")] = None,
+    state: Annotated[
+        OccurrenceState | None, typer.Option(help="scheduled, started or cancelled")
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Occurrences in due order, with their pinned version and verified stamp."""
+    with guarded(bootstrap) as rl:
+        found = [answer.occurrence(r) for r in guarded(lambda: rl.occurrences.listing(name, state))]
+    if as_json:
+        print_json(found)
+        return
+    if not found:
+        console.print("No occurrences.")
+        return
+    table = Table("definition", "version", "verified by", "state", title="Occurrences")
+    table.add_column("due (UTC)", no_wrap=True)
+    # Ids are what `def cancel` and `log` take: a narrow terminal folds one, never cuts it.
+    table.add_column("run", overflow="fold")
+    table.add_column("id", overflow="fold")
+    for o in found:
+        table.add_row(
+            Text(safe_text(o.definition)),
+            str(o.version),
+            Text(safe_text(o.verified.by, 80)) if o.verified else "unverified",
+            o.state,
+            f"{o.due_at:%Y-%m-%d %H:%M}",
+            str(o.run_id or ""),
+            str(o.occurrence_id),
+        )
+    console.print(table)
+
+
+@app.command("cancel")
+def cancel(
+    occurrence_id: Annotated[UUID, typer.Argument(help="the occurrence's id")],
+    by: By,
+    as_json: AsJson = False,
+) -> None:
+    """Cancel an occurrence that has not started yet."""
+    with guarded(bootstrap) as rl:
+        guarded(lambda: rl.occurrences.cancel(occurrence_id, by))
+        found = answer.occurrence(guarded(lambda: rl.occurrences.row(occurrence_id)))
+    if as_json:
+        print_json(found)
+    else:
+        console.print(f"cancelled occurrence {occurrence_id} by {safe_text(by)}")
+
+
+def _stamped(stamp: schema.Stamp | None) -> str:
+    if stamp is None:
+        return "unverified"
+    return f"verified by {safe_text(stamp.by, 80)} at {stamp.at:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _versions(found: list[schema.VersionSummary]) -> None:
+    for v in found:
+        console.print(
+            f"  version {v.version} ({v.fingerprint[:12]}) published by "
+            f"{safe_text(v.published_by)} at {v.published_at:%Y-%m-%d %H:%M:%S}: "
+            f"{_stamped(v.verified)}"
+        )
