@@ -42,6 +42,8 @@ class Backend(ABC):
     """What the projections and the bulk loader need from one engine."""
 
     suffix = ""
+    events_table: str
+    """The library's table of stored events."""
     event_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     """The driver's errors that a value being written causes (a NUL, a broken constraint)."""
     store_errors: ClassVar[tuple[type[BaseException], ...]] = ()
@@ -116,6 +118,15 @@ class Backend(ABC):
                 log.warning("rolling back to savepoint %s failed too: %s", name, lost)
             raise
         cursor.execute(f"RELEASE SAVEPOINT {name}")
+
+    def insert(
+        self, cursor: Cursor, table: str, columns: Sequence[str], rows: list[list[Any]]
+    ) -> None:
+        """Insert many rows that no row of the table has the key of (a rebuild's)."""
+        statement = self.sql(
+            f"INSERT INTO {{{table}}} ({', '.join(columns)}) VALUES ({self.markers(len(columns))})"
+        )
+        cursor.executemany(statement, rows)
 
     def upsert(
         self,

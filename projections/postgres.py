@@ -67,6 +67,17 @@ class PostgresBackend(Backend):
                 for row in cursor.fetchall()
             ]
 
+    def insert(
+        self, cursor: Cursor, table: str, columns: Sequence[str], rows: list[list[Any]]
+    ) -> None:
+        if len(rows) < COPY_FROM:
+            super().insert(cursor, table, columns, rows)
+            return
+        statement = f"COPY {self.qualify(table)} ({', '.join(columns)}) FROM STDIN"
+        with cursor.copy(statement) as copy:  # type: ignore[attr-defined]
+            for row in rows:
+                copy.write_row(row)
+
     def upsert(
         self,
         cursor: Cursor,

@@ -43,7 +43,6 @@ from runledger.application.store.ledger_app import LedgerApp
 from runledger.projections.backend import Backend
 from runledger.projections.projector import Projector
 from runledger.projections.schema import create_table
-from runledger.projections.views.base import cells
 from runledger.projections.views.resources import ResourcesView, apply_resource
 
 COLUMNS = ResourcesView.columns
@@ -65,10 +64,10 @@ class ResourceRows:
                 [str(event.originator_id)],
             )
             found = cursor.fetchone()
-            row = apply_resource(event, None if found is None else {c: found[c] for c in COLUMNS})
-            rows.upsert(
-                cursor, "rl_resources", COLUMNS, "entry_id", [cells([row[c] for c in COLUMNS])]
-            )
+            view = ResourcesView()
+            before = None if found is None else view.revived({c: found[c] for c in COLUMNS})
+            row = apply_resource(event, before)
+            rows.upsert(cursor, "rl_resources", COLUMNS, "entry_id", [view.stored(row)])
             self._insert_tracking(cursor, tracking)
 
 

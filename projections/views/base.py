@@ -38,8 +38,12 @@ def epoch(moment: datetime | None) -> float | None:
     return None if moment is None else moment.timestamp()
 
 
+_JSON = json.JSONEncoder(sort_keys=True, default=str)
+"""json.dumps(value, sort_keys=True, default=str), less building an encoder for every call."""
+
+
 def as_json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True, default=str)
+    return None if value is None else _JSON.encode(value)
 
 
 class EventView:
@@ -71,13 +75,16 @@ class RowView(EventView):
     ) -> None:
         if not events:
             return
-        rows = self._load(backend, cursor, sorted({str(e.originator_id) for _, e in events}))
+        rows = self.load(backend, cursor, sorted({str(e.originator_id) for _, e in events}))
         for _, event in events:
             entry = str(event.originator_id)
             rows[entry] = type(self).apply(event, rows.get(entry))
-        self._store(backend, cursor, list(rows.values()))
+        backend.upsert(
+            cursor, self.table, self.columns, self.key, [self.stored(r) for r in rows.values()]
+        )
 
-    def _load(self, backend: Backend, cursor: Cursor, ids: list[str]) -> dict[str, Row]:
+    def load(self, backend: Backend, cursor: Cursor, ids: list[str]) -> dict[str, Row]:
+        """The rows of these keys that the table holds, as the apply functions move them."""
         found: dict[str, Row] = {}
         for part in chunks(ids):
             markers = backend.markers(len(part))
@@ -86,14 +93,13 @@ class RowView(EventView):
                 list(part),
             )
             for row in cursor.fetchall():
-                found[row[self.key]] = {c: row[c] for c in self.columns}
+                found[row[self.key]] = self.revived({c: row[c] for c in self.columns})
         return found
 
-    def _store(self, backend: Backend, cursor: Cursor, rows: list[Row]) -> None:
-        backend.upsert(
-            cursor,
-            self.table,
-            self.columns,
-            self.key,
-            [cells([row[c] for c in self.columns]) for row in rows],
-        )
+    def revived(self, stored: Row) -> Row:
+        """A row as its table holds it, made into the row the apply functions move."""
+        return stored
+
+    def stored(self, row: Row) -> list[Any]:
+        """A row as its table holds it: its cells, in column order."""
+        return cells([row[c] for c in self.columns])

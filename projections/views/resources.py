@@ -1,7 +1,9 @@
 """The resources view: one row per entry, where giving it back stands.
 
 A row's fate columns are the domain's ``Fate``, moved by the same transitions the aggregate
-applies; this module only reads a fate from a row and writes one back.
+applies; this module only reads a fate from a row and writes one back. In memory a row holds
+the ``Fate`` itself (under ``fate``): folding an entry's events moves it without writing its
+columns out and reading them back at every event.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from runledger.domain.fate import Fate
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
-from runledger.projections.views.base import Row, RowView, as_json, epoch, require
+from runledger.projections.views.base import Row, RowView, as_json, cells, epoch, require
 
 
 @singledispatch
@@ -52,10 +54,16 @@ def fate_cells(fate: Fate) -> Row:
     }
 
 
+FATE_COLUMNS = frozenset(fate_cells(Fate("live")))
+
+
 def _moved(row: Row | None, event: Any, move: Callable[[Fate], Fate]) -> Row:
     before = require(row, event)
-    stamp = {"updated_at": epoch(event.at), "version": event.originator_version}
-    return before | fate_cells(move(fate_of(before))) | stamp
+    return before | {
+        "fate": move(before["fate"]),
+        "updated_at": epoch(event.at),
+        "version": event.originator_version,
+    }
 
 
 @apply_resource.register
@@ -72,7 +80,7 @@ def _(event: Resource.Recorded, row: Row | None) -> Row:
         "payload": as_json(event.payload),
         "member_key": event.member_key,
         "until": epoch(event.until),
-        **fate_cells(Fate.recorded(placeholder=event.kind == PLACEHOLDER_KIND)),
+        "fate": Fate.recorded(placeholder=event.kind == PLACEHOLDER_KIND),
         "recorded_at": epoch(event.at),
         "updated_at": epoch(event.at),
         "version": event.originator_version,
@@ -165,3 +173,11 @@ class ResourcesView(RowView):
         Resource.Kept,
     )
     apply = apply_resource
+
+    def revived(self, stored: Row) -> Row:
+        kept = {k: v for k, v in stored.items() if k not in FATE_COLUMNS}
+        return kept | {"fate": fate_of(stored)}
+
+    def stored(self, row: Row) -> list[Any]:
+        whole = row | fate_cells(row["fate"])
+        return cells([whole[c] for c in self.columns])

@@ -1,0 +1,126 @@
+"""What a rebuild keeps of each view in memory: its rows (or the run log's lines), folded from
+the events, until they are written out. ``fold.py`` drives them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from runledger.projections.backend import Backend, Cursor, Note
+from runledger.projections.views.base import Event, Row, RowView, cells
+from runledger.projections.views.run_log import RunLogView
+
+
+@dataclass
+class Spill:
+    """Rows to write out, as cells: ``fresh`` ones no row of the table has the key of, and
+    ``again`` those it holds already (written out once, then moved again)."""
+
+    table: str
+    columns: Sequence[str]
+    key: str
+    fresh: list[list[Any]] = field(default_factory=list)
+    again: list[list[Any]] = field(default_factory=list)
+
+    def write(self, backend: Backend, cursor: Cursor) -> None:
+        if self.fresh:
+            backend.insert(cursor, self.table, self.columns, self.fresh)
+        if self.again:
+            backend.upsert(cursor, self.table, self.columns, self.key, self.again)
+
+
+class RowFolder:
+    """One row view's rows, folded in memory, the one moved last kept last."""
+
+    def __init__(self, view: RowView) -> None:
+        self.view = view
+        self.topics = view.topics()
+        self.apply: Any = type(view).apply
+        self.by_class: dict[type[Any], Callable[[Any, Row | None], Row]] = {}
+        self.rows: dict[str, Row] = {}
+        self.stored: set[str] = set()
+        """Kept rows the table holds too: written out, then read back."""
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def read_back(self, backend: Backend, cursor: Cursor, keys: list[str]) -> None:
+        found = self.view.load(backend, cursor, keys)
+        self.rows.update(found)
+        self.stored.update(found)
+
+    def fold(self, position: int, event: Event) -> None:
+        key: str = event.originator_id  # lazy events keep it as text
+        apply = self.by_class.get(event.__class__)
+        if apply is None:  # singledispatch's own lookup, once per class rather than per event
+            apply = self.by_class[event.__class__] = self.apply.dispatch(event.__class__)
+        rows = self.rows
+        rows[key] = apply(event, rows.pop(key, None))  # popped and put back: now the newest
+
+    def spill(self, count: int) -> Spill:
+        """The ``count`` rows moved longest ago (dicts keep insertion order), let go."""
+        view = self.view
+        spill = Spill(view.table, view.columns, view.key)
+        for key in list(self.rows)[:count]:
+            row = view.stored(self.rows.pop(key))
+            if key in self.stored:
+                self.stored.discard(key)
+                spill.again.append(row)
+            else:
+                spill.fresh.append(row)
+        return spill
+
+
+class LineFolder:
+    """The run log: a line per event, keyed by its position, written out with its page."""
+
+    columns = ("position", "run_id", "at", "kind", "detail")
+
+    def __init__(self, view: RunLogView) -> None:
+        self.view = view
+        self.topics = view.topics()
+        self.lines: list[list[Any]] = []
+
+    def __len__(self) -> int:
+        return 0
+
+    def read_back(self, backend: Backend, cursor: Cursor, keys: list[str]) -> None:
+        """Lines are never read back: each is written once."""
+
+    def fold(self, position: int, event: Event) -> None:
+        self.lines.append(cells([position, *self.view.line(event)]))
+
+    def spill(self, count: int) -> Spill:
+        spill = Spill(self.view.table, self.columns, "position", fresh=self.lines)
+        self.lines = []
+        return spill
+
+
+Folder = RowFolder | LineFolder
+
+
+def folders(views: Sequence[Any]) -> list[Folder]:
+    found: list[Folder] = []
+    for view in views:
+        if isinstance(view, RowView):
+            found.append(RowFolder(view))
+        elif isinstance(view, RunLogView):
+            found.append(LineFolder(view))
+        else:
+            raise TypeError(f"a rebuild cannot fold the {view.name} view")
+    return found
+
+
+def written_out(
+    reading: dict[str, list[Folder]], notes: Sequence[Note]
+) -> dict[RowFolder, list[str]]:
+    """The rows this page moves that their folder wrote out before: they are read back before
+    the page is folded. An aggregate's first event (version 1) starts its row: never read."""
+    first: dict[RowFolder, dict[str, int]] = {}
+    for _, originator, version, topic, _ in notes:
+        for folder in reading.get(topic, ()):
+            if isinstance(folder, RowFolder) and originator not in folder.rows:
+                first.setdefault(folder, {}).setdefault(originator, version)
+    wanted = {folder: [k for k, v in seen.items() if v > 1] for folder, seen in first.items()}
+    return {folder: keys for folder, keys in wanted.items() if keys}
