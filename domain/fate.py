@@ -43,7 +43,8 @@ class Fate:
 
     @classmethod
     def recorded(cls, placeholder: bool) -> Fate:
-        return cls("placeholder" if placeholder else "live")
+        # Immutable: every entry starts from one of two fates (a rebuild starts millions).
+        return _PLACEHOLDER if placeholder else _LIVE
 
     @property
     def unresolved(self) -> bool:
@@ -140,3 +141,4 @@ class Fate:
 
 
 _RELEASED = {"claim_worker": None, "claim_expires_at": None, "next_attempt_at": None}
+_PLACEHOLDER, _LIVE = Fate("placeholder"), Fate("live")

@@ -7,10 +7,6 @@ A row is then written once, by a plain insert (COPY on PostgreSQL), unless an ev
 again after it was written out: then it is read back, and later upserted. Memory is bounded by
 the rows kept, whatever the size of the store.
 
-Three threads take turns at the interpreter: one reads the next page while the events of this
-one are folded, and one writes out the last page's rows; the drivers let go of the interpreter
-while the store works.
-
 The quick path, not a second set of rules: the rows move by the views' own apply functions.
 Anything an event is to blame for (a view that cannot apply it, a topic nobody knows, a state
 that cannot be decoded, a value the store refuses) ends it with ``Blamed``; the rebuild then
@@ -21,12 +17,11 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
 from runledger.projections.backend import Backend, Note
-from runledger.projections.folders import Folder, Spill, folders, written_out
+from runledger.projections.folders import Folder, RowFolder, Spill, folders, written_out
 from runledger.projections.stored import decode, require_known
 
 ROWS_KEPT = 20_000
@@ -46,42 +41,41 @@ def fold(
     views: Sequence[Any],
     page: int,
     progress: Progress,
-) -> int:
-    """Replay the store from zero into the (empty) tables of ``backend``; answers the position
-    reached. Raises Blamed when an event is to blame for something, having written part."""
+    upto: int,
+) -> None:
+    """Replay the store from zero to position ``upto`` into the (empty) tables of ``backend``.
+    Raises Blamed when an event is to blame for something, having written part."""
     going = folders(views)
     reading: dict[str, list[Folder]] = {}
+    rowed: dict[str, list[RowFolder]] = {}
     for folder in going:
         for topic in folder.topics:
             reading.setdefault(topic, []).append(folder)
-    with paused_gc(), Writer(backend, progress) as writer:
-        for notes in pages(backend, page):
+            if isinstance(folder, RowFolder):
+                rowed.setdefault(topic, []).append(folder)
+    with paused_gc():
+        for notes in pages(backend, page, upto):
             with blaming(backend):
-                back = written_out(reading, notes)
+                back = written_out(rowed, notes)
                 if back:
-                    writer.settle()  # a row read back may be one being written out
                     with backend.transaction(commit=False) as cursor:
                         for folder, keys in back.items():
                             folder.read_back(backend, cursor, keys)
                 _fold(transcodings, reading, notes)
-                writer.write(_spilled(going, ROWS_KEPT), len(notes), notes[-1][0])
+                _write(backend, _spilled(going, ROWS_KEPT), notes[-1][0])
+            progress(len(notes), notes[-1][0])
         with blaming(backend):
-            writer.settle()
-            writer.write(_spilled(going, 0), 0, writer.position)
-            writer.settle()
-    return writer.position
+            _write(backend, _spilled(going, 0), upto)
 
 
-def pages(backend: Backend, page: int) -> Iterator[list[Note]]:
-    """The store's events a page at a time; the next page is read while this one is folded."""
-    with ThreadPoolExecutor(1, thread_name_prefix="rl-rebuild-read") as reader:
-        ahead = reader.submit(backend.select_page, 0, page)
-        while notes := ahead.result():
-            if len(notes) == page:
-                ahead = reader.submit(backend.select_page, notes[-1][0], page)
-            yield notes
-            if len(notes) < page:
-                return
+def pages(backend: Backend, page: int, upto: int) -> Iterator[list[Note]]:
+    """The store's events up to ``upto``, a page at a time."""
+    position = 0
+    while position < upto and (notes := backend.select_page(position, page)):
+        if notes[-1][0] > upto:
+            notes = [n for n in notes if n[0] <= upto]
+        yield notes
+        position = notes[-1][0]
 
 
 def _fold(
@@ -105,47 +99,15 @@ def _spilled(going: list[Folder], keep: int) -> list[Spill]:
     return [f.spill(-(-over * len(f) // kept) if over else 0) for f in going]
 
 
-class Writer:
-    """Writes out a page's spill in a thread of its own, one page behind the folding, with how
-    far the replay has read; progress is told once that is committed.
+def _write(backend: Backend, spills: list[Spill], position: int) -> None:
+    """Write out a page's spill, and how far the replay has read.
 
     That position is the replay's, not the rows': a rebuild's tables are read by nobody until
     everything is written out, and one that stops midway is dropped by the next."""
-
-    def __init__(self, backend: Backend, progress: Progress) -> None:
-        self.backend, self.progress = backend, progress
-        self.position = 0
-        self.pending: tuple[Future[None], int, int] | None = None
-        self.thread = ThreadPoolExecutor(1, thread_name_prefix="rl-rebuild-write")
-
-    def __enter__(self) -> Writer:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.thread.shutdown(wait=True, cancel_futures=True)
-
-    def write(self, spills: list[Spill], count: int, position: int) -> None:
-        self.settle()
-        future = self.thread.submit(self._write, spills, position)
-        self.pending = (future, count, position)
-
-    def settle(self) -> None:
-        """Wait for the write in flight; tell progress of it."""
-        if self.pending is None:
-            return
-        future, count, position = self.pending
-        self.pending = None
-        future.result()
-        self.position = position
-        if count:
-            self.progress(count, position)
-
-    def _write(self, spills: list[Spill], position: int) -> None:
-        backend = self.backend
-        with backend.transaction(commit=True) as cursor:
-            for spill in spills:
-                spill.write(backend, cursor)
-            cursor.execute(backend.sql("UPDATE {rl_tracking} SET position = %s"), [position])
+    with backend.transaction(commit=True) as cursor:
+        for spill in spills:
+            spill.write(backend, cursor)
+        cursor.execute(backend.sql("UPDATE {rl_tracking} SET position = %s"), [position])
 
 
 @contextmanager

@@ -113,14 +113,19 @@ def folders(views: Sequence[Any]) -> list[Folder]:
 
 
 def written_out(
-    reading: dict[str, list[Folder]], notes: Sequence[Note]
+    reading: dict[str, list[RowFolder]], notes: Sequence[Note]
 ) -> dict[RowFolder, list[str]]:
     """The rows this page moves that their folder wrote out before: they are read back before
-    the page is folded. An aggregate's first event (version 1) starts its row: never read."""
-    first: dict[RowFolder, dict[str, int]] = {}
+    the page is folded. A row starts at its aggregate's first event (version 1): if that is in
+    the page, the row was never written."""
+    first: dict[str, tuple[int, str]] = {}
     for _, originator, version, topic, _ in notes:
-        for folder in reading.get(topic, ()):
-            if isinstance(folder, RowFolder) and originator not in folder.rows:
-                first.setdefault(folder, {}).setdefault(originator, version)
-    wanted = {folder: [k for k, v in seen.items() if v > 1] for folder, seen in first.items()}
-    return {folder: keys for folder, keys in wanted.items() if keys}
+        if originator not in first and topic in reading:
+            first[originator] = (version, topic)
+    wanted: dict[RowFolder, list[str]] = {}
+    for originator, (version, topic) in first.items():
+        if version > 1:
+            for folder in reading[topic]:
+                if originator not in folder.rows:
+                    wanted.setdefault(folder, []).append(originator)
+    return wanted

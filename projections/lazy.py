@@ -16,13 +16,14 @@ import dataclasses
 import json
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import orjson
-from eventsourcing.persistence import DatetimeAsISO, Transcoding
+from eventsourcing.persistence import DatetimeAsISO, Transcoding, UUIDAsHex
 from eventsourcing.utils import resolve_topic
 
 _PLAIN = frozenset({"str", "int", "float", "bool", "None"})
-ISO = DatetimeAsISO.name
+ISO, HEX = DatetimeAsISO.name, UUIDAsHex.name
 OURS = frozenset({"originator_id", "originator_version"})
 """Fields the stored row gives, not its JSON."""
 _MISSING = object()
@@ -38,9 +39,10 @@ class Revived:
         self.kept = f"\x00{field.name}"
         self.field = field
         self.transcodings = transcodings
-        # Most typed fields are moments: read them without the general walk when the
-        # transcoding is the library's own (datetime.fromisoformat).
+        # Most typed fields are moments and ids: read them without the general walk when the
+        # transcodings are the library's own (datetime.fromisoformat, UUID).
         self.iso = type(transcodings.get(ISO)) is DatetimeAsISO
+        self.hex = type(transcodings.get(HEX)) is UUIDAsHex
 
     def __get__(self, event: Any, owner: type[Any] | None = None) -> Any:
         if event is None:
@@ -53,8 +55,11 @@ class Revived:
         if stored is _MISSING:
             return self._default()
         if type(stored) is dict:
-            if self.iso and stored.get("_type_") == ISO and len(stored) == 2:
+            kind = stored.get("_type_")
+            if kind == ISO and self.iso and len(stored) == 2:
                 value = datetime.fromisoformat(stored["_data_"])
+            elif kind == HEX and self.hex and len(stored) == 2:
+                value = _uuid(stored["_data_"])
             else:
                 value = revive(stored, self.transcodings)
         elif type(stored) is list:
@@ -73,6 +78,20 @@ class Revived:
         if self.field.default_factory is not dataclasses.MISSING:
             return self.field.default_factory()
         raise AttributeError(self.name)
+
+
+_UUIDS: dict[str, UUID] = {}
+
+
+def _uuid(text: str) -> UUID:
+    """UUIDs are immutable, and the same few recur (a run's id in each of its entries, steps
+    and lines): the last few thousand read are kept."""
+    found = _UUIDS.get(text)
+    if found is None:
+        if len(_UUIDS) >= 4096:
+            _UUIDS.clear()
+        found = _UUIDS[text] = UUID(text)
+    return found
 
 
 def plain(annotation: Any) -> bool:

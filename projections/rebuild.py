@@ -111,12 +111,13 @@ def _replay(
             progress(count, reached)
 
     transcoder: Any = app.mapper.transcoder
+    upto = Projector(app, shadow, views).head()
     try:
-        fold(shadow, transcoder.names, views, REBUILD_PAGE, counted)
+        fold(shadow, transcoder.names, views, REBUILD_PAGE, counted, upto)
     except Blamed as blamed:
         # The live projector's careful path finds the event and stops each view before it,
         # the very way catching up would; it raises ProjectionStuck, naming them.
-        log.info("replaying carefully: an event could not be folded (%s)", blamed, exc_info=True)
+        log.info("replaying carefully: an event could not be folded (%s)", blamed)
         report.events = 0
         _prepare(shadow, views)
         Projector(app, shadow, views, page=REBUILD_PAGE).catch_up(counted)

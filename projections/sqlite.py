@@ -88,12 +88,15 @@ class SQLiteBackend(Backend):
 
     def select_page(self, after: int, limit: int) -> list[Note]:
         with self.transaction(commit=False) as cursor:
-            cursor.execute(
+            plain: Any = cursor
+            raw = plain.sqlite_cursor  # the library's rows are sqlite3.Row: tuples read quicker
+            raw.row_factory = None
+            raw.execute(
                 f"SELECT rowid, originator_id, originator_version, topic, state "
                 f"FROM {self.events_table} WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 [after, limit],
             )
-            return [(row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in cursor.fetchall()]
+            return [(row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in raw.fetchall()]
 
     def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
         with self.transaction(commit=False) as cursor:

@@ -38,7 +38,7 @@ from runledger.projections.projector import Projector
 from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, UNKNOWN_TOPIC, events_table, insert_raw, sqlite
 from tests.game import START
-from tests.test_history import dump, tables
+from tests.test_history import KEYS, dump, tables
 from tests.test_rules_once import step_once
 
 CAREFUL = "replaying carefully"
@@ -151,6 +151,31 @@ def test_a_rebuild_gives_the_tables_catching_up_event_by_event_gives_for_any_his
     assert report.swapped and report.position == rl.app.recorder.max_notification_id()
     assert dump(rl) == live
     assert not careful(), "nothing was to blame: the quick path folded everything"
+
+
+def test_events_saved_while_a_rebuild_replays_are_in_the_tables_it_swaps_in(
+    rl: Runledger, tiny: Callable[[int, int], None]
+) -> None:
+    random_history(rl, seed=9, runs=6)
+    tiny(20, 30)
+    during: list[int] = []
+
+    def meanwhile(count: int, reached: int) -> None:
+        if not during:
+            random_history(rl, seed=10, runs=3)
+            during.append(rl.app.recorder.max_notification_id() or 0)
+
+    report = rebuild(rl.app, rl.backend, progress=meanwhile)
+    assert during and report.position == during[0] == rl.app.recorder.max_notification_id()
+    assert report.events < report.position, "the replay stopped where the store was when it began"
+    rebuilt = dump(rl)
+    with rl.backend.transaction(commit=True) as cursor:
+        for table in KEYS:
+            if table != "rl_tracking":
+                cursor.execute(rl.backend.sql(f"DELETE FROM {{{table}}}"))
+        cursor.execute(rl.backend.sql("UPDATE {rl_tracking} SET position = 0"))
+    rl.projector.catch_up()
+    assert dump(rl) == rebuilt
 
 
 def test_rows_written_out_and_moved_again_are_read_back_and_upserted(

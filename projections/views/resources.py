@@ -68,6 +68,7 @@ def _moved(row: Row | None, event: Any, move: Callable[[Fate], Fate]) -> Row:
 
 @apply_resource.register
 def _(event: Resource.Recorded, row: Row | None) -> Row:
+    at = epoch(event.at)
     return {
         "entry_id": str(event.originator_id),
         "run_id": str(event.run_id),
@@ -81,8 +82,8 @@ def _(event: Resource.Recorded, row: Row | None) -> Row:
         "member_key": event.member_key,
         "until": epoch(event.until),
         "fate": Fate.recorded(placeholder=event.kind == PLACEHOLDER_KIND),
-        "recorded_at": epoch(event.at),
-        "updated_at": epoch(event.at),
+        "recorded_at": at,
+        "updated_at": at,
         "version": event.originator_version,
     }
 
@@ -179,5 +180,4 @@ class ResourcesView(RowView):
         return kept | {"fate": fate_of(stored)}
 
     def stored(self, row: Row) -> list[Any]:
-        whole = row | fate_cells(row["fate"])
-        return cells([whole[c] for c in self.columns])
+        return cells(self.in_order(row | fate_cells(row["fate"])))
