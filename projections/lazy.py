@@ -31,12 +31,14 @@ _MISSING = object()
 
 class Revived:
     """A typed field of a lazy event, read from the event's ``__dict__`` (the stored JSON as
-    parsed) and revived on first read; the revived value is kept beside it, under a name no
-    field has. A data descriptor, so it is asked before the ``__dict__`` is."""
+    parsed) and revived on first read, in place. A data descriptor, so it is asked before the
+    ``__dict__`` is: a value revived to an object is handed back as it is; one revived to a
+    dict or list (a payload) is walked again, which changes nothing."""
+
+    __slots__ = ("default", "field", "hex", "iso", "name", "transcodings")
 
     def __init__(self, field: dataclasses.Field[Any], transcodings: dict[str, Transcoding]):
         self.name = field.name
-        self.kept = f"\x00{field.name}"
         self.field = field
         self.transcodings = transcodings
         # Most typed fields are moments and ids: read them without the general walk when the
@@ -48,25 +50,24 @@ class Revived:
         if event is None:
             return self
         fields = event.__dict__
-        value = fields.get(self.kept, _MISSING)
-        if value is not _MISSING:
-            return value
         stored = fields.get(self.name, _MISSING)
-        if stored is _MISSING:
-            return self._default()
-        if type(stored) is dict:
-            kind = stored.get("_type_")
-            if kind == ISO and self.iso and len(stored) == 2:
+        kind = type(stored)
+        value: Any
+        if kind is dict:
+            tag = stored.get("_type_")
+            if tag == ISO and self.iso and len(stored) == 2:
                 value = datetime.fromisoformat(stored["_data_"])
-            elif kind == HEX and self.hex and len(stored) == 2:
+            elif tag == HEX and self.hex and len(stored) == 2:
                 value = _uuid(stored["_data_"])
             else:
                 value = revive(stored, self.transcodings)
-        elif type(stored) is list:
+        elif kind is list:
             value = revive(stored, self.transcodings)
+        elif stored is _MISSING:
+            return self._default()
         else:
             return stored
-        fields[self.kept] = value
+        fields[self.name] = value
         return value
 
     def __set__(self, event: Any, value: Any) -> None:
