@@ -13,7 +13,15 @@ from runledger.projections.backend import Backend
 from runledger.projections.rows import EntryRow, LogLine, RunRow
 from runledger.projections.schema import OPEN_STATES, UNRESOLVED_STATES
 
-__all__ = ["CANDIDATES", "EntryRow", "LogLine", "Queries", "RunRow"]
+__all__ = [
+    "CANDIDATES",
+    "EntryRow",
+    "LogLine",
+    "Queries",
+    "RunRow",
+    "retryable_statement",
+    "runs_statement",
+]
 
 # Work automatic cleanup may still do: retryable entries, and attempts in flight.
 _OPEN = (
@@ -47,6 +55,28 @@ CANDIDATES = f"""SELECT c.run_id FROM (
     LIMIT %s"""
 
 
+def runs_statement(markers: str) -> str:
+    """Runs by id with their entries counted; parameters: max attempts, now, then the ids."""
+    return f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
+        u.ended_at, {ORIGIN},
+        COUNT(r.entry_id) AS entries,
+        SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
+        SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
+    FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
+    WHERE u.run_id IN ({markers})
+    GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
+        u.ended_at, {ORIGIN}
+    ORDER BY u.started_at, u.run_id"""
+
+
+def retryable_statement(overdue_leases_only: bool) -> str:
+    """One run's page of retryable entries; parameters: run, max attempts, now, now, (now when
+    only overdue leases), limit."""
+    lease_clause = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s" if overdue_leases_only else ""
+    return f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s AND {_RETRYABLE}
+    {lease_clause} ORDER BY r.recorded_at, r.entry_id LIMIT %s"""
+
+
 class Queries:
     """Reads over the projections. Every answer is a function of the projected rows.
 
@@ -72,16 +102,7 @@ class Queries:
         if not run_ids:
             return []
         rows = self._rows(
-            f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
-                u.ended_at, {ORIGIN},
-                COUNT(r.entry_id) AS entries,
-                SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
-                SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
-            FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
-            WHERE u.run_id IN ({self.backend.markers(len(run_ids))})
-            GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
-                u.ended_at, {ORIGIN}
-            ORDER BY u.started_at, u.run_id""",
+            runs_statement(self.backend.markers(len(run_ids))),
             [max_attempts, now.timestamp(), *[str(r) for r in run_ids]],
         )
         return [RunRow.of(row) for row in rows]
@@ -141,16 +162,10 @@ class Queries:
         run (a sweep holds one page per run of its batch), and a group cut at the page's end is
         simply finished by the next pass."""
         stamp = now.timestamp()
-        overdue = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s"
-        lease_clause = overdue if overdue_leases_only else ""
         params: list[Any] = [str(run_id), max_attempts, stamp, stamp]
         if overdue_leases_only:
             params.append(stamp)
-        rows = self._rows(
-            f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s AND {_RETRYABLE}
-            {lease_clause} ORDER BY r.recorded_at, r.entry_id LIMIT %s""",
-            [*params, limit],
-        )
+        rows = self._rows(retryable_statement(overdue_leases_only), [*params, limit])
         return [EntryRow.of(row) for row in rows]
 
     def unresolved_entries(self, run_id: UUID) -> list[EntryRow]:
