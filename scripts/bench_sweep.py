@@ -245,6 +245,12 @@ def part_throughput(args: argparse.Namespace) -> None:
         f"{', '.join(f'{x.ratio:.2f}' for x in ranked)}; {args.store}; load {r.load:.1f})"
     )
     print(
+        f"   client CPU per entry: ours {1e6 * r.cpu / r.reverted:.0f} us, plain SQL "
+        f"{1e6 * r.plain_cpu / r.plain_reverted:.0f} us (cpu ratio plain / ours "
+        f"{(r.plain_cpu / r.plain_reverted) / (r.cpu / r.reverted):.2f}: steadier than the "
+        "throughput ratio on a loaded machine, blind to the database server's own work)"
+    )
+    print(
         "   where our sweep's time went (wrapped calls; wall, then the sweep thread's own CPU,"
         " the rest of wall being the database and waiting):"
     )
