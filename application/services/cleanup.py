@@ -13,6 +13,7 @@ from eventsourcing.persistence import IntegrityError
 
 from runledger.application.errors import OUTAGES, Conflict
 from runledger.application.modules.answers import Verdict
+from runledger.application.services.from_rows import entry_from_row
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group, group_entries
 from runledger.application.services.inputs import person
@@ -173,7 +174,9 @@ class Cleanup:
         groups = [g for g in group_entries(rows) if not self._left_to_others(g)]
         groups = groups[: self.settings.cleanup_groups_per_run]
         summary = Summary(by=by, remaining=running.unresolved)
-        loaded = self.streams.load(Resource, [row.entry_id for g in groups for row in g.rows])
+        # Built from the rows just read, not replayed: a row the stream has moved past loses
+        # its claim's save to the version check, and that group is then claimed entry by entry.
+        loaded = {row.entry_id: entry_from_row(row) for g in groups for row in g.rows}
         judged: Judged | None = None
         worked = False
         for group in groups:
