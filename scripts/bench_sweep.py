@@ -119,17 +119,37 @@ def kinds(lines: list[tuple[str, str, str]]) -> dict[str, int]:
     return dict(sorted(Counter(kind for _, kind, _ in lines).items()))
 
 
-def clocked(work: Callable[[], object]) -> tuple[float, float]:
-    """Wall and process CPU seconds of one call, after a collection."""
+@dataclass
+class Clocked:
+    """A sweep's passes, each timed: wall and process CPU seconds summed over them."""
+
+    sweep: Callable[[], object]
+    wall: float = 0.0
+    cpu: float = 0.0
+    done: bool = False
+
+    def next_pass(self) -> None:
+        start, cpu = time.perf_counter(), time.process_time()
+        self.done = not self.sweep()
+        self.wall += time.perf_counter() - start
+        self.cpu += time.process_time() - cpu
+
+
+def interleave(first: Clocked, second: Clocked, swap: bool) -> None:
+    """Both sweeps to the end, pass by pass in turn, so that a change in the machine's load
+    falls on both alike (the one that starts alternates)."""
     gc.collect()
-    start, cpu = time.perf_counter(), time.process_time()
-    work()
-    return time.perf_counter() - start, time.process_time() - cpu
+    order = [second, first] if swap else [first, second]
+    while not all(c.done for c in order):
+        for sweep in order:
+            if not sweep.done:
+                sweep.next_pass()
+        order.reverse()
 
 
 def throughput_once(args: argparse.Namespace, plain_first: bool) -> Rep:
     """One fresh store: ledger the runs (not timed), copy the open work for the plain sweep,
-    then both sweeps, timed one after the other (the order alternates between repetitions)."""
+    then both sweeps, timed pass by pass in turn."""
     store = Store.create(args.store, args.pg_url)
     try:
         settings = settings_for(store, args)
@@ -144,26 +164,24 @@ def throughput_once(args: argparse.Namespace, plain_first: bool) -> Rep:
             plain = plain_sweep(rl, sql)
             meter = Meter()
             profiler = cProfile.Profile() if args.profile else None
-            passes: list[int] = []
+            restore = instrument(rl, meter)
+            passes = 0
 
-            def ours() -> None:
-                restore = instrument(rl, meter)
+            def ours() -> bool:
+                nonlocal passes
+                passes += 1
                 if profiler:
                     profiler.enable()
-                passes.append(sweep_until_done(rl))
+                worked = bool(rl.cleanup.sweep("bench"))
                 if profiler:
                     profiler.disable()
-                restore()
+                return worked
 
-            def theirs() -> None:
-                while plain.sweep():
-                    pass
-
-            if plain_first:
-                plain_elapsed, plain_cpu = clocked(theirs)
-            elapsed, cpu = clocked(ours)
-            if not plain_first:
-                plain_elapsed, plain_cpu = clocked(theirs)
+            ours_clock, plain_clock = Clocked(ours), Clocked(plain.sweep)
+            interleave(ours_clock, plain_clock, plain_first)
+            restore()
+            elapsed, cpu = ours_clock.wall, ours_clock.cpu
+            plain_elapsed, plain_cpu = plain_clock.wall, plain_clock.cpu
             mark = "%s" if store.engine == "postgres" else "?"
             with store.raw() as conn:
                 logs = log_lines(conn, store.table("rl_run_log"), mark)
@@ -171,7 +189,7 @@ def throughput_once(args: argparse.Namespace, plain_first: bool) -> Rep:
             rep = Rep(
                 setup,
                 live,
-                passes[0],
+                passes,
                 elapsed,
                 cpu,
                 count_status(store, "reverted"),
