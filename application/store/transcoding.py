@@ -37,7 +37,9 @@ class FastJSONTranscoder(JSONTranscoder):
             text = self.encoder.encode(obj)
         except ValueError as error:  # allow_nan=False
             raise UnsafeValue("an event", f"cannot be stored: {error}") from None
-        if _ESCAPED_NUL.search(text):
+        # The plain search first: the regex tries its look-behind at every position (~20 us an
+        # event, the sweep's single largest cost in its save), the search only finds a candidate.
+        if "\\u0000" in text and _ESCAPED_NUL.search(text):
             raise UnsafeValue("an event", "cannot be stored: a text contains the NUL character")
         try:
             data = text.encode("utf8")
