@@ -3,7 +3,9 @@ process or another, is in its answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -87,9 +89,23 @@ class Queries:
     def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
         self.backend = backend
         self.fresh = fresh
+        self._caught_up = threading.local()
+
+    @contextmanager
+    def one_catch_up(self) -> Iterator[None]:
+        """This thread's reads in the block share one catch-up, made as it starts: fresh as of
+        that moment. A sweep reads a pass's work before writing any of it, and a catch-up before
+        each of its reads only asked the store again whether anything new had come."""
+        self.fresh()
+        self._caught_up.held = True
+        try:
+            yield
+        finally:
+            self._caught_up.held = False
 
     def _rows(self, statement: str, params: list[Any]) -> list[Any]:
-        self.fresh()
+        if not getattr(self._caught_up, "held", False):
+            self.fresh()
         with self.backend.transaction(commit=False) as cursor:
             cursor.execute(self.backend.sql(statement), params)
             return list(cursor.fetchall())

@@ -76,20 +76,21 @@ class Cleanup:
         self.elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
-        found = self.queries.candidate_runs(
-            now, self.settings.max_revert_attempts, batch + len(self._troubled)
-        )
-        # A run whose pass just raised waits its turn behind the others, or it would hold a
-        # slot of every sweep for ever; several workers start at different runs.
-        candidates = [r for r in found if r not in self._troubled][:batch]
-        random.shuffle(candidates)
-        self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
-        # Every run's work is read before the pass writes: the reads then catch the views up
-        # once for the pass, not once per run (each catch-up after a run's verdicts would be a
-        # write transaction of its own).
-        max_attempts = self.settings.max_revert_attempts
-        rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
-        work = self._each(candidates, lambda r: self._work(rows.get(r), now), stop)
+        # Every run's work is read before the pass writes, after one catch-up: a catch-up
+        # after a run's verdicts would be a write transaction of its own, and one before each
+        # read would only ask the store again whether anything new had come.
+        with self.queries.one_catch_up():
+            found = self.queries.candidate_runs(
+                now, self.settings.max_revert_attempts, batch + len(self._troubled)
+            )
+            # A run whose pass just raised waits its turn behind the others, or it would hold
+            # a slot of every sweep for ever; several workers start at different runs.
+            candidates = [r for r in found if r not in self._troubled][:batch]
+            random.shuffle(candidates)
+            self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
+            max_attempts = self.settings.max_revert_attempts
+            rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
+            work = self._each(candidates, lambda r: self._work(rows.get(r), now), stop)
         return self._each(
             list(work),
             lambda r: self._clean(r, work[r], worker=worker, by=worker, stop=stop),
