@@ -128,7 +128,7 @@ def instrument(rl: Runledger, meter: Meter) -> Callable[[], None]:
     setattr(
         cleanup_module,
         DEADLINE,
-        timed(meter, "module revert calls (thread per call)", original_call),
+        timed(meter, "module revert calls (a pool thread each)", original_call),
     )
     queries = rl.queries
     # run() answers through runs(): wrapping runs() alone counts each read once.
