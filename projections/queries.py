@@ -3,7 +3,9 @@ process or another, is in its answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -13,7 +15,15 @@ from runledger.projections.backend import Backend
 from runledger.projections.rows import EntryRow, LogLine, RunRow
 from runledger.projections.schema import OPEN_STATES, UNRESOLVED_STATES
 
-__all__ = ["CANDIDATES", "EntryRow", "LogLine", "Queries", "RunRow"]
+__all__ = [
+    "CANDIDATES",
+    "EntryRow",
+    "LogLine",
+    "Queries",
+    "RunRow",
+    "retryable_statement",
+    "runs_statement",
+]
 
 # Work automatic cleanup may still do: retryable entries, and attempts in flight.
 _OPEN = (
@@ -47,6 +57,28 @@ CANDIDATES = f"""SELECT c.run_id FROM (
     LIMIT %s"""
 
 
+def runs_statement(markers: str) -> str:
+    """Runs by id with their entries counted; parameters: max attempts, now, then the ids."""
+    return f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
+        u.ended_at, {ORIGIN},
+        COUNT(r.entry_id) AS entries,
+        SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
+        SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
+    FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
+    WHERE u.run_id IN ({markers})
+    GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
+        u.ended_at, {ORIGIN}
+    ORDER BY u.started_at, u.run_id"""
+
+
+def retryable_statement(overdue_leases_only: bool) -> str:
+    """One run's page of retryable entries; parameters: run, max attempts, now, now, (now when
+    only overdue leases), limit."""
+    lease_clause = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s" if overdue_leases_only else ""
+    return f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s AND {_RETRYABLE}
+    {lease_clause} ORDER BY r.recorded_at, r.entry_id LIMIT %s"""
+
+
 class Queries:
     """Reads over the projections. Every answer is a function of the projected rows.
 
@@ -57,9 +89,23 @@ class Queries:
     def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
         self.backend = backend
         self.fresh = fresh
+        self._caught_up = threading.local()
+
+    @contextmanager
+    def one_catch_up(self) -> Iterator[None]:
+        """This thread's reads in the block share one catch-up, made as it starts: fresh as of
+        that moment. A sweep reads a pass's work before writing any of it, and a catch-up before
+        each of its reads only asked the store again whether anything new had come."""
+        self.fresh()
+        self._caught_up.held = True
+        try:
+            yield
+        finally:
+            self._caught_up.held = False
 
     def _rows(self, statement: str, params: list[Any]) -> list[Any]:
-        self.fresh()
+        if not getattr(self._caught_up, "held", False):
+            self.fresh()
         with self.backend.transaction(commit=False) as cursor:
             cursor.execute(self.backend.sql(statement), params)
             return list(cursor.fetchall())
@@ -72,16 +118,7 @@ class Queries:
         if not run_ids:
             return []
         rows = self._rows(
-            f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
-                u.ended_at, {ORIGIN},
-                COUNT(r.entry_id) AS entries,
-                SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
-                SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
-            FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
-            WHERE u.run_id IN ({self.backend.markers(len(run_ids))})
-            GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
-                u.ended_at, {ORIGIN}
-            ORDER BY u.started_at, u.run_id""",
+            runs_statement(self.backend.markers(len(run_ids))),
             [max_attempts, now.timestamp(), *[str(r) for r in run_ids]],
         )
         return [RunRow.of(row) for row in rows]
@@ -141,16 +178,10 @@ class Queries:
         run (a sweep holds one page per run of its batch), and a group cut at the page's end is
         simply finished by the next pass."""
         stamp = now.timestamp()
-        overdue = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s"
-        lease_clause = overdue if overdue_leases_only else ""
         params: list[Any] = [str(run_id), max_attempts, stamp, stamp]
         if overdue_leases_only:
             params.append(stamp)
-        rows = self._rows(
-            f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s AND {_RETRYABLE}
-            {lease_clause} ORDER BY r.recorded_at, r.entry_id LIMIT %s""",
-            [*params, limit],
-        )
+        rows = self._rows(retryable_statement(overdue_leases_only), [*params, limit])
         return [EntryRow.of(row) for row in rows]
 
     def unresolved_entries(self, run_id: UUID) -> list[EntryRow]:

@@ -10,6 +10,19 @@ from runledger.application.services.runner import TickReport
 from runledger.domain.step import Step
 from runledger.projections.queries import EntryRow, LogLine, RunRow
 
+EVERY_VIEW = (
+    "runs",
+    "resources",
+    "steps",
+    "run_log",
+    "runners",
+    "tokens",
+    "definitions",
+    "occurrences",
+)
+"""Every projection, in the projector's order: a test naming them all names them here, so a new
+view is added to every such test at once, on purpose."""
+
 
 def written(rl: Runledger) -> int:
     """The store's head: a write that was refused leaves it where it was."""

@@ -330,3 +330,18 @@ def test_the_runner_logs_one_json_object_per_line_when_asked(
         deadline.cancel()
         runner.terminate()
         runner.wait(timeout=30)
+
+
+def test_with_json_a_refusal_is_json_on_stdout_as_the_api_says_it_and_keeps_its_exit_code(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    usage = cli("runs", "--limit", "0", "--json", code=exits.USAGE)
+    assert json.loads(usage.out) == {"detail": "--limit must be between 1 and 500; 0 was asked for"}
+    unknown = cli("log", "00000000-0000-0000-0000-000000000000", "--json", code=exits.FAILED)
+    assert set(json.loads(unknown.out)) == {"detail"}
+    # The next command without --json says it in words again: the mode is per command.
+    plain = cli("runs", "--limit", "0", code=exits.USAGE)
+    assert plain.out.startswith("runledger: --limit must be between 1 and 500")
+    monkeypatch.setenv("RUNLEDGER_DATABASE_URL", f"sqlite:///{tmp_path}/no/such/dir/x.sqlite3")
+    away = cli("runs", "--json", code=exits.FAILED)
+    assert json.loads(away.out)["detail"].startswith("cannot open the SQLite file")

@@ -8,6 +8,7 @@ import pytest
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import ConfigError, NotInitialised, StoreUnavailable
 from runledger.application.settings import CORE_SETTINGS, Settings, store_config
+from tests.reading import EVERY_VIEW
 
 
 def test_the_default_store_is_an_sqlite_file_beside_the_caller() -> None:
@@ -97,16 +98,7 @@ def test_init_is_idempotent(tmp_path: Path) -> None:
     init_store(settings)
     with bootstrap(settings) as rl:
         positions = rl.projector.positions()
-        assert positions == {
-            "runs": 0,
-            "resources": 0,
-            "steps": 0,
-            "run_log": 0,
-            "runners": 0,
-            "tokens": 0,
-            "definitions": 0,
-            "occurrences": 0,
-        }
+        assert positions == dict.fromkeys(EVERY_VIEW, 0)
 
 
 def _free_port() -> int:

@@ -40,6 +40,7 @@ from runledger.projections.rebuild import rebuild
 from tests.by_hand import keep
 from tests.game import START, Clock
 from tests.playing import BUILD, SPAWN, ZONE, PlayWorld, answering, made, makes, play, start
+from tests.reading import EVERY_VIEW
 from tests.test_cli import run_cli
 
 DRIFT = 'the value is now "hail" rather than what this run applied, so it was left alone'
@@ -567,16 +568,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
         rl.app, rl.backend, progress=lambda count, reached: seen.append((count, reached))
     )
     assert report.swapped and report.differences == []
-    assert report.views == [
-        "runs",
-        "resources",
-        "steps",
-        "run_log",
-        "runners",
-        "tokens",
-        "definitions",
-        "occurrences",
-    ]
+    assert report.views == list(EVERY_VIEW)
     assert report.events == sum(c for c, _ in seen) == head(rl) == report.position
     assert seen[-1][1] == head(rl)
     assert dump(rl) == before

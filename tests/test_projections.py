@@ -13,6 +13,7 @@ from runledger.projections.views.resources import ResourcesView
 from tests import by_hand
 from tests.conftest import Factory
 from tests.playing import PlayWorld, complete, dispatch_steps, makes, start
+from tests.reading import EVERY_VIEW
 
 
 def dump(rl: Runledger) -> dict[str, list[tuple[Any, ...]]]:
@@ -103,19 +104,7 @@ def test_rows_and_position_commit_together_or_not_at_all(
     with pytest.raises(OSError):
         rl.projector.catch_up()
     positions = rl.projector.positions()
-    assert positions == dict.fromkeys(
-        (
-            "runs",
-            "resources",
-            "steps",
-            "run_log",
-            "runners",
-            "tokens",
-            "definitions",
-            "occurrences",
-        ),
-        0,
-    )
+    assert positions == dict.fromkeys(EVERY_VIEW, 0)
     assert dump(rl) == {"rl_runs": [], "rl_resources": [], "rl_steps": [], "rl_run_log": []}
     monkeypatch.undo()
     rl.projector.catch_up()

@@ -24,6 +24,7 @@ from runledger.projections.rebuild import rebuild
 from tests.corrupt import RUN_STARTED, insert_raw, tables
 from tests.forked_cli import ForkedCli
 from tests.playing import PlayWorld
+from tests.reading import EVERY_VIEW
 
 SPEC = {
     "name": "Harvest",
@@ -285,19 +286,7 @@ def test_many_inits_at_once_on_a_fresh_store_all_succeed(
             )
             assert [d.returncode for d in done] == [0] * 8, [d.stdout + d.stderr for d in done]
             with bootstrap(Settings(database_url=url), Registry()) as rl:
-                assert rl.projector.positions() == dict.fromkeys(
-                    (
-                        "runs",
-                        "resources",
-                        "steps",
-                        "run_log",
-                        "runners",
-                        "tokens",
-                        "definitions",
-                        "occurrences",
-                    ),
-                    0,
-                )
+                assert rl.projector.positions() == dict.fromkeys(EVERY_VIEW, 0)
     finally:
         if admin is not None:
             with psycopg.connect(admin, autocommit=True) as conn:

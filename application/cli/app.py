@@ -32,7 +32,7 @@ from runledger.application.cli import (
 )
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
-from runledger.application.cli.errors import OPERATOR_ERRORS, fail
+from runledger.application.cli.errors import OPERATOR_ERRORS, answering_json, fail
 from runledger.application.modules.threads import left_behind
 
 SHUTDOWN_GRACE_S = 2.0
@@ -96,7 +96,7 @@ def _options(
         ),
     ] = False,
 ) -> None:
-    pass
+    answering_json(False)  # until this command's own --json says otherwise
 
 
 def main() -> None:

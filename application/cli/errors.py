@@ -3,7 +3,9 @@ never a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
@@ -29,6 +31,17 @@ class Usage(BadRequest):
     Typer's own parse errors, but said in one sentence on stdout like every other refusal."""
 
 
+_IN_JSON = [False]
+
+
+def answering_json(on: bool) -> bool:
+    """Set by --json, and back to False at the start of every command: with it, a refusal is
+    said on stdout as the HTTP API says one, ``{"detail": "..."}``, so what a script reads from
+    stdout is always JSON. (A Typer option callback, hence the bool answered.)"""
+    _IN_JSON[0] = on
+    return on
+
+
 def guarded(action: Callable[[], T]) -> T:
     """What ``action`` answers, or its operator error said by ``fail``."""
     try:
@@ -38,7 +51,12 @@ def guarded(action: Callable[[], T]) -> T:
 
 
 def fail(error: BaseException) -> NoReturn:
-    console.print(Text.assemble(("runledger: ", "red"), _sentence(error)), soft_wrap=True)
+    said = _sentence(error)
+    if _IN_JSON[0]:
+        sys.stdout.write(json.dumps({"detail": said}) + "\n")
+        sys.stdout.flush()
+    else:
+        console.print(Text.assemble(("runledger: ", "red"), said), soft_wrap=True)
     raise typer.Exit(exits.USAGE if isinstance(error, Usage) else exits.FAILED)
 
 

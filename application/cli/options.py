@@ -9,12 +9,16 @@ from typing import Annotated
 import typer
 
 from runledger.application.cli.display import safe_repr
-from runledger.application.cli.errors import Usage
+from runledger.application.cli.errors import Usage, answering_json
 from runledger.domain.values import text_problem
 
 AsJson = Annotated[
     bool,
-    typer.Option("--json", help="print the HTTP API's answer for this as JSON, nothing else"),
+    typer.Option(
+        "--json",
+        help="print the HTTP API's answer for this as JSON, nothing else (a refusal too)",
+        callback=answering_json,
+    ),
 ]
 
 

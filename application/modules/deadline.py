@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runledger.application.modules.plain import Unreadable, describe_error, plain
+from runledger.application.modules.workers import WORKERS
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,12 @@ def call_with_deadline(
 ) -> Outcome:
     """Call a module's function, sync or async, and never wait longer than ``seconds``.
 
-    The call runs in a daemon thread of its own: a module that blocks, sleeps or loops for ever
-    is abandoned at the deadline instead of holding the caller, and cannot keep the process from
-    exiting. Nothing it raises reaches the caller as an exception. Its answer is copied into plain
-    data in that thread (unless ``raw``: the loader's import answers a function), so whatever it
-    returned, judging it cannot raise.
+    The call runs in a daemon thread, not the caller's: a module that blocks, sleeps or loops for
+    ever is abandoned at the deadline instead of holding the caller, and cannot keep the process
+    from exiting. A waiting thread of the process's pool takes it (workers.py); a call to be
+    stopped, or one the loader names, has a thread of its own. Nothing it raises reaches the
+    caller as an exception. Its answer is copied into plain data in that thread (unless ``raw``:
+    the loader's import answers a function), so whatever it returned, judging it cannot raise.
 
     With ``stop``, a call still running at the deadline is also ended: ``ModuleStopped`` is
     raised in its thread, which ends Python code that loops for ever but not a wait inside C
@@ -93,6 +95,11 @@ def call_with_deadline(
         finally:
             finished.set()
 
+    if not stop and name is None:
+        WORKERS.run(target)
+        if not finished.wait(seconds):
+            return TimedOut(seconds)
+        return box[0]
     thread = threading.Thread(target=target, name=name or f"module-call-{fn!r:.40}", daemon=True)
     thread.start()
     if not finished.wait(seconds):

@@ -13,6 +13,7 @@ from eventsourcing.persistence import IntegrityError
 
 from runledger.application.errors import OUTAGES, Conflict
 from runledger.application.modules.answers import Verdict
+from runledger.application.services.from_rows import entry_from_row
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group, group_entries
 from runledger.application.services.inputs import person
@@ -75,20 +76,21 @@ class Cleanup:
         self.elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
-        found = self.queries.candidate_runs(
-            now, self.settings.max_revert_attempts, batch + len(self._troubled)
-        )
-        # A run whose pass just raised waits its turn behind the others, or it would hold a
-        # slot of every sweep for ever; several workers start at different runs.
-        candidates = [r for r in found if r not in self._troubled][:batch]
-        random.shuffle(candidates)
-        self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
-        # Every run's work is read before the pass writes: the reads then catch the views up
-        # once for the pass, not once per run (each catch-up after a run's verdicts would be a
-        # write transaction of its own).
-        max_attempts = self.settings.max_revert_attempts
-        rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
-        work = self._each(candidates, lambda r: self._work(rows.get(r), now), stop)
+        # Every run's work is read before the pass writes, after one catch-up: a catch-up
+        # after a run's verdicts would be a write transaction of its own, and one before each
+        # read would only ask the store again whether anything new had come.
+        with self.queries.one_catch_up():
+            found = self.queries.candidate_runs(
+                now, self.settings.max_revert_attempts, batch + len(self._troubled)
+            )
+            # A run whose pass just raised waits its turn behind the others, or it would hold
+            # a slot of every sweep for ever; several workers start at different runs.
+            candidates = [r for r in found if r not in self._troubled][:batch]
+            random.shuffle(candidates)
+            self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
+            max_attempts = self.settings.max_revert_attempts
+            rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
+            work = self._each(candidates, lambda r: self._work(rows.get(r), now), stop)
         return self._each(
             list(work),
             lambda r: self._clean(r, work[r], worker=worker, by=worker, stop=stop),
@@ -173,7 +175,9 @@ class Cleanup:
         groups = [g for g in group_entries(rows) if not self._left_to_others(g)]
         groups = groups[: self.settings.cleanup_groups_per_run]
         summary = Summary(by=by, remaining=running.unresolved)
-        loaded = self.streams.load(Resource, [row.entry_id for g in groups for row in g.rows])
+        # Built from the rows just read, not replayed: a row the stream has moved past loses
+        # its claim's save to the version check, and that group is then claimed entry by entry.
+        loaded = {row.entry_id: entry_from_row(row) for g in groups for row in g.rows}
         judged: Judged | None = None
         worked = False
         for group in groups:

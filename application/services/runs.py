@@ -144,9 +144,14 @@ class Runs:
 
     def describe(self, run_id: UUID) -> list[PhaseStatus]:
         run, spec = self._load(run_id)
-        steps = self.streams.load(
-            Step, [Step.create_id(run.id, s.id) for p in spec.phases for s in p.steps]
+        # Only the current phase's steps say anything (the others are done or not started):
+        # loading every step of a 1,000-step run was 80 % of its run page.
+        current = (
+            spec.phases[run.phase].steps
+            if run.status != "completed" and run.phase < len(spec.phases)
+            else ()
         )
+        steps = self.streams.load(Step, [Step.create_id(run.id, s.id) for s in current])
         return describe(spec, run, {s.step_id: s for s in steps.values()}, self.clock())
 
     def advance_leg(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:

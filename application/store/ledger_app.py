@@ -13,7 +13,7 @@ from uuid import UUID
 import psycopg
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import Transcoder
+from eventsourcing.persistence import Recording, Transcoder
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.sql import SQL, Composable, Identifier
@@ -27,6 +27,7 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.settings import StoreConfig
+from runledger.application.store import saving
 from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
@@ -47,6 +48,10 @@ class LedgerApp(Application[UUID]):
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         register_old_topics()  # before any event is read: older stores name classes by them
         super().__init__(env)
+
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """The library's save, less its per-object runtime Protocol checks (store/saving.py)."""
+        return saving.save(self, objs, kwargs)
 
     def construct_transcoder(self) -> Transcoder:
         transcoder = FastJSONTranscoder()

@@ -15,12 +15,20 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.web.render import HERE, page
-from runledger.application.web.routes import entries, fleet, replay, run, runs, signin
+from runledger.application.web.routes import definitions, entries, fleet, replay, run, runs, signin
 from runledger.application.web.session import COOKIE, Refused, SignInFirst, sign_in_url
 from runledger.domain.text import safe_text
 
 API_PATHS = ("/admin", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc")
-ROUTERS = [signin.router, runs.router, run.router, entries.router, replay.router, fleet.router]
+ROUTERS = [
+    signin.router,
+    runs.router,
+    run.router,
+    entries.router,
+    replay.router,
+    fleet.router,
+    definitions.router,
+]
 """The console's pages; each module of routes/ adds its router here."""
 
 Handler = Callable[[Request, Any], Response | Awaitable[Response]]

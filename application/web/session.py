@@ -113,7 +113,8 @@ async def actor_of_form(request: Request, rl: Rl) -> Actor:
     check_form_token(request, form.get("csrf"))
     actor = await run_in_threadpool(signed_in, request, rl)
     if not may(actor.role, "operator"):
-        raise Refused(403, f"{actor.name} signed in as a {actor.role}: only operators act on runs.")
+        said = "only operators and admins act in the console; nothing was done."
+        raise Refused(403, f"{actor.name} signed in as a {actor.role}: {said}")
     return actor
 
 

@@ -11,31 +11,14 @@ from playwright.sync_api import Page, expect
 from tests.api_support import (
     Api,
     Shard,
-    api_fixture,
-    api_rl_fixture,
-    shard_fixture,
     shard_run,
     tick,
 )
 from tests.console_support import (
     Browsing,
-    browser_fixture,
-    browsing_fixture,
     incomplete_run,
-    sqlite_store_url_fixture,
-    unfrozen_clock_fixture,
 )
 from tests.game import Clock
-
-__all__ = [
-    "api_fixture",
-    "api_rl_fixture",
-    "browser_fixture",
-    "browsing_fixture",
-    "shard_fixture",
-    "sqlite_store_url_fixture",
-    "unfrozen_clock_fixture",
-]
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 

@@ -16,34 +16,17 @@ from runledger.application.settings import Settings
 from tests.api_support import (
     Api,
     Shard,
-    api_fixture,
-    api_rl_fixture,
     serving,
-    shard_fixture,
     shard_run,
     tick,
 )
 from tests.console_support import (
     Browsing,
-    browser_fixture,
-    browsing_fixture,
     live_server,
-    sqlite_store_url_fixture,
-    unfrozen_clock_fixture,
 )
 from tests.game import SPAWN, Clock, Game, answers, phase, spec, step
 from tests.test_console_history_pages import drifted_lease
 from tests.test_loader import write_module
-
-__all__ = [
-    "api_fixture",
-    "api_rl_fixture",
-    "browser_fixture",
-    "browsing_fixture",
-    "shard_fixture",
-    "sqlite_store_url_fixture",
-    "unfrozen_clock_fixture",
-]
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 

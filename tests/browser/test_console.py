@@ -5,24 +5,10 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.api_support import Api, api_fixture, api_rl_fixture, shard_fixture, shard_run
+from tests.api_support import Api, shard_run
 from tests.console_support import (
     Browsing,
-    browser_fixture,
-    browsing_fixture,
-    sqlite_store_url_fixture,
-    unfrozen_clock_fixture,
 )
-
-__all__ = [
-    "api_fixture",
-    "api_rl_fixture",
-    "browser_fixture",
-    "browsing_fixture",
-    "shard_fixture",
-    "sqlite_store_url_fixture",
-    "unfrozen_clock_fixture",
-]
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 

@@ -1,0 +1,355 @@
+"""The cleanup sweep written directly against the driver (psycopg or sqlite3), no event sourcing:
+the baseline bench_sweep measures ours against.
+
+It does the work runledger's sweep does, the way a careful engineer would write it in plain SQL:
+
+- the same reads: the candidate query (``queries.CANDIDATES``, the very text), the runs' rows
+  with their entries counted, and each run's page of retryable entries, on tables made by the
+  same DDL (the same five indexes on the resources table);
+- the same grouping (each lease alone, everything else by the step that made it) and the same
+  bounds (runs per sweep, groups per run);
+- the same durability: one write transaction per module call, holding the verdict of the call
+  before it and the claim of this one, so a claim is committed before its call starts and its
+  verdict right after it ends; the run's last verdict commits with its summary line;
+- a claim guarded as the projection's rule says (an UPDATE whose WHERE repeats the retryable
+  condition: of two racing workers one wins), a verdict guarded by the claim it answers;
+- the same log lines (``cleanup.reverted``/``cleanup.failed`` with the same detail, and one
+  ``cleanup.swept`` per run) into a run log keyed by its own sequence;
+- the same module function, called in the sweep's thread.
+
+What it does not write is history: each entry's row is updated in place, so nothing is left to
+replay an entry from. That is the price event sourcing pays and the ratio shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from runledger.application.services.verdicts import Summary
+from runledger.domain.backoff import Backoff
+from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
+from runledger.projections.queries import CANDIDATES, retryable_statement, runs_statement
+from runledger.projections.schema import OPEN_STATES, TABLE_DDL
+
+TABLES = ("rl_runs", "rl_resources", "rl_run_log")
+Revert = Callable[..., Any]
+Row = dict[str, Any]
+
+
+@dataclass
+class Sql:
+    """One connection of either engine, and the statements as that engine spells them."""
+
+    engine: str
+    conn: Any
+    schema: str = ""
+    writes: int = 0
+    """Write transactions committed."""
+
+    @classmethod
+    def postgres(cls, url: str, schema: str) -> Sql:
+        return cls("postgres", psycopg.connect(url, autocommit=True, row_factory=dict_row), schema)
+
+    @classmethod
+    def sqlite(cls, path: str) -> Sql:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        return cls("sqlite", conn)
+
+    def table(self, name: str) -> str:
+        return f'"{self.schema}".{name}' if self.engine == "postgres" else name
+
+    def render(self, statement: str) -> str:
+        names = {t: self.table(t) for t in TABLES} | {f"ix_{t}": t for t in TABLES}
+        text = statement.format(**names)
+        return text if self.engine == "postgres" else text.replace("%s", "?")
+
+    def marks(self, count: int) -> str:
+        return ", ".join(["%s" if self.engine == "postgres" else "?"] * count)
+
+    def read(self, statement: str, params: list[Any]) -> list[Any]:
+        return list(self.conn.execute(self.render(statement), params).fetchall())
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Any]:
+        """One transaction, committed when the block ends."""
+        self.writes += 1
+        if self.engine == "postgres":
+            with self.conn.transaction():
+                yield self.conn
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def create(self) -> None:
+        """The runs and resources tables as runledger makes them; a run log keyed by a
+        sequence of its own (runledger's is keyed by the event store's position)."""
+        serial = "BIGSERIAL" if self.engine == "postgres" else "INTEGER"
+        with self.write() as db:
+            for table in ("rl_runs", "rl_resources"):
+                for statement in TABLE_DDL[table]:
+                    db.execute(self.render(statement))
+            db.execute(
+                self.render(
+                    f"CREATE TABLE {{rl_run_log}} (position {serial} PRIMARY KEY, "
+                    "run_id TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, kind TEXT NOT NULL, "
+                    "detail TEXT NOT NULL)"
+                )
+            )
+            db.execute(self.render(TABLE_DDL["rl_run_log"][1]))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@dataclass
+class Group:
+    rows: list[Row]
+    what: str
+    claimed: dict[str, Row] = field(default_factory=dict)
+    """Entry id -> its row as the claim left it (attempts counted)."""
+
+    @property
+    def head(self) -> Row:
+        return self.rows[0]
+
+
+@dataclass
+class Pending:
+    """A call's verdict, decided, awaiting the transaction that also claims the next call."""
+
+    group: Group
+    given_back: list[Row]
+    error: str
+    line: tuple[str, float, str, str]
+    counts: Summary
+
+
+@dataclass
+class PlainSweep:
+    """The sweep, in SQL. ``sweep`` is one bounded pass; answers the runs it worked."""
+
+    sql: Sql
+    revert: Revert
+    worker: str
+    clock: Callable[[], datetime]
+    max_attempts: int = 3
+    run_batch: int = 10
+    groups_per_run: int = 25
+    claim_for: timedelta = timedelta(seconds=15)
+    backoff: Backoff = field(default_factory=Backoff)
+
+    def sweep(self) -> int:
+        now = self.clock()
+        stamp = now.timestamp()
+        found = self.sql.read(CANDIDATES, [stamp, self.max_attempts, stamp, stamp, self.run_batch])
+        candidates = [row["run_id"] for row in found]
+        random.shuffle(candidates)
+        if not candidates:
+            return 0
+        runs = {
+            row["run_id"]: row
+            for row in self.sql.read(
+                runs_statement(self.sql.marks(len(candidates))),
+                [self.max_attempts, stamp, *candidates],
+            )
+        }
+        work = {r: self._page(runs[r], stamp) for r in candidates if r in runs}
+        for run_id, rows in work.items():
+            self._clean(run_id, runs[run_id], rows)
+        return len(work)
+
+    def _page(self, run: Row, stamp: float) -> list[Row]:
+        overdue_only = run["status"] == "running"
+        params: list[Any] = [run["run_id"], self.max_attempts, stamp, stamp]
+        params += [stamp] if overdue_only else []
+        rows = self.sql.read(retryable_statement(overdue_only), [*params, 5_000])
+        return [dict(row) for row in rows]
+
+    def _clean(self, run_id: str, run: Row, rows: list[Row]) -> None:
+        summary = Summary(by=self.worker, remaining=int(run["unresolved"] or 0))
+        pending: Pending | None = None
+        worked = False
+        for group in group_rows(rows)[: self.groups_per_run]:
+            with self.sql.write() as db:
+                if pending is not None:
+                    self._record(db, pending, summary)
+                self._claim(db, group)
+            pending = None
+            if group.claimed:
+                worked = True
+                pending = self._judge(run_id, group, self._call(group))
+        if not worked:
+            return
+        with self.sql.write() as db:
+            if pending is not None:
+                self._record(db, pending, summary)
+            self._line(
+                db, (run_id, self.clock().timestamp(), "cleanup.swept", dumps(asdict(summary)))
+            )
+
+    def _claim(self, db: Any, group: Group) -> None:
+        now = self.clock()
+        stamp = now.timestamp()
+        expires = (now + self.claim_for).timestamp()
+        ids = [row["entry_id"] for row in group.rows]
+        claimed = db.execute(
+            self.sql.render(
+                "UPDATE {rl_resources} SET attempts = attempts + 1, claim_worker = %s, "
+                "claim_expires = %s, next_attempt = NULL, updated_at = %s, version = version + 1 "
+                f"WHERE entry_id IN ({self.sql.marks(len(ids))}) AND status IN {OPEN_STATES} "
+                "AND terminal = 0 AND attempts < %s "
+                "AND (claim_expires IS NULL OR claim_expires <= %s) "
+                "AND (next_attempt IS NULL OR next_attempt <= %s) "
+                "RETURNING entry_id, attempts, claim_expires"
+            ),
+            [self.worker, expires, stamp, *ids, self.max_attempts, stamp, stamp],
+        ).fetchall()
+        by_id = {row["entry_id"]: row for row in group.rows}
+        for row in claimed:
+            entry = by_id[row["entry_id"]]
+            entry["attempts"], entry["claim_expires"] = row["attempts"], row["claim_expires"]
+            group.claimed[row["entry_id"]] = entry
+
+    def _call(self, group: Group) -> tuple[bool, list[str], str | None]:
+        """Whether the module gave the group back, the refs it could not, and its error."""
+        head = group.head
+        if head["kind"] == LEASE_KIND:
+            return False, [], "leases are restored by runledger alone: not in this baseline"
+        resources = [
+            {
+                "kind": r["kind"],
+                "ref": r["ref"],
+                "payload": None if r["payload"] is None else json.loads(r["payload"]),
+                "member_key": r["member_key"],
+            }
+            for r in group.claimed.values()
+            if r["kind"] != PLACEHOLDER_KIND
+        ]
+        try:
+            answer = self.revert(
+                resources=resources,
+                idempotency_key=head["idempotency_key"],
+                run_id=head["run_id"],
+            )
+        except Exception as error:
+            return False, [], f"{type(error).__name__}: {error}"
+        if not isinstance(answer, dict) or answer.get("ok") is not True:
+            return False, [], "the module did not answer ok"
+        return True, [str(f) for f in answer.get("failed") or []], None
+
+    def _judge(
+        self, run_id: str, group: Group, answer: tuple[bool, list[str], str | None]
+    ) -> Pending:
+        ok, failed, error = answer
+        claimed = list(group.claimed.values())
+        given_back = [r for r in claimed if ok and r["ref"] not in failed]
+        counts = Summary(attempted=len(claimed), reverted=len(given_back))
+        counts.failed = counts.attempted - counts.reverted
+        first = min(claimed, key=lambda r: str(r["entry_id"]))
+        detail: dict[str, Any] = {
+            "what": group.what,
+            "outcome": "done" if ok else "retry",
+            "resources": sorted(f"{r['kind']}:{r['ref']}" for r in claimed),
+            "attempt": first["attempts"],
+            "by": self.worker,
+        }
+        if error:
+            detail["error"] = error
+        if failed:
+            detail["failed"] = sorted(failed)
+        kind = "cleanup.reverted" if ok and not failed else "cleanup.failed"
+        line = (run_id, self.clock().timestamp(), kind, dumps(detail))
+        why = error or f"{group.what} could not give it back"
+        return Pending(group, given_back, why, line, counts)
+
+    def _record(self, db: Any, pending: Pending, summary: Summary) -> None:
+        """A call's verdict on the entries it still holds, and its log line."""
+        now = self.clock()
+        done = pending.given_back
+        if done:
+            db.execute(
+                self.sql.render(
+                    "UPDATE {rl_resources} SET status = 'reverted', claim_worker = NULL, "
+                    "claim_expires = NULL, next_attempt = NULL, updated_at = %s, "
+                    "version = version + 1 "
+                    f"WHERE entry_id IN ({self.sql.marks(len(done))}) AND claim_worker = %s "
+                    "AND claim_expires = %s"
+                ),
+                [
+                    now.timestamp(),
+                    *[r["entry_id"] for r in done],
+                    self.worker,
+                    done[0]["claim_expires"],
+                ],
+            )
+        for row in pending.group.claimed.values():
+            if row not in done:
+                self._fail(db, row, pending.error, now)
+        self._line(db, pending.line)
+        summary.add(pending.counts)
+
+    def _fail(self, db: Any, row: Row, error: str, now: datetime) -> None:
+        retry_at = self.backoff.next_attempt(
+            row["attempts"], self.max_attempts, now, random.random()
+        )
+        db.execute(
+            self.sql.render(
+                "UPDATE {rl_resources} SET status = 'failing', last_error = %s, "
+                "claim_worker = NULL, claim_expires = NULL, next_attempt = %s, updated_at = %s, "
+                "version = version + 1 WHERE entry_id = %s AND claim_worker = %s "
+                "AND claim_expires = %s"
+            ),
+            [
+                error,
+                None if retry_at is None else retry_at.timestamp(),
+                now.timestamp(),
+                row["entry_id"],
+                self.worker,
+                row["claim_expires"],
+            ],
+        )
+
+    def _line(self, db: Any, line: tuple[str, float, str, str]) -> None:
+        db.execute(
+            self.sql.render(
+                "INSERT INTO {rl_run_log} (run_id, at, kind, detail) VALUES (%s, %s, %s, %s)"
+            ),
+            list(line),
+        )
+
+
+def group_rows(rows: list[Row]) -> list[Group]:
+    """Each lease alone; everything else by the step, key and action that made it, in the order
+    the entries were first recorded."""
+    groups: dict[tuple[str, ...], Group] = {}
+    for row in rows:
+        if row["kind"] == LEASE_KIND:
+            key: tuple[str, ...] = ("lease", row["entry_id"])
+            what = row["ref"]
+        else:
+            placeholder = str(row["kind"] == PLACEHOLDER_KIND)
+            key = ("step", row["step"], row["idempotency_key"], row["action"] or "", placeholder)
+            what = row["action"] or "an unknown action"
+        groups.setdefault(key, Group([], what)).rows.append(row)
+    return list(groups.values())
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
