@@ -26,7 +26,7 @@ from runledger.projections.stored import decode, require_known
 
 ROWS_KEPT = 20_000
 """Rows kept in memory, all views together: more than the aggregates still moving in a busy
-store (an entry's events lie a run's length apart), and some twenty megabytes."""
+store (an entry's events lie a run's length apart), in a few tens of megabytes."""
 
 Progress = Callable[[int, int], None]
 
