@@ -6,11 +6,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from runledger.application.bootstrap import Runledger
@@ -144,3 +146,17 @@ def verified_and_published(rl: Runledger, name: str, spec: dict[str, Any]) -> No
 def schedule(rl: Runledger, name: str, after_s: float) -> UUID:
     at: datetime = rl.clock() + timedelta(seconds=after_s)
     return rl.occurrences.schedule(name, at, "sam").id
+
+
+@pytest.fixture(name="fair")
+def fair_fixture(registry: Registry) -> Fair:
+    """The fair's module, registered for the test's runledgers."""
+    found = Fair()
+    found.install(registry)
+    return found
+
+
+@pytest.fixture(name="rl")
+def fair_rl_fixture(opened: Callable[..., Runledger], fair: Fair) -> Runledger:
+    """The test's runledger on the test's clock, with the fair's module registered."""
+    return opened()

@@ -10,12 +10,13 @@ import pytest
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, Conflict, NotFound
-from runledger.application.modules.protocol import Registry
 from runledger.application.services import dry_run
 from runledger.domain.definition import NothingPublished, Stamp
 from runledger.domain.occurrence import Occurrence
 from tests.definitions_support import (
     Fair,
+    fair_fixture,
+    fair_rl_fixture,
     fair_spec,
     phase,
     schedule,
@@ -25,19 +26,7 @@ from tests.definitions_support import (
 from tests.game import Clock
 from tests.reading import tick, wall, written
 
-Opener = Callable[..., Runledger]
-
-
-@pytest.fixture
-def fair(registry: Registry) -> Fair:
-    found = Fair()
-    found.install(registry)
-    return found
-
-
-@pytest.fixture
-def rl(opened: Opener, fair: Fair) -> Runledger:
-    return opened()
+__all__ = ["fair_fixture", "fair_rl_fixture"]
 
 
 def pinned(rl: Runledger, occurrence_id: UUID) -> tuple[int, Stamp | None, str]:

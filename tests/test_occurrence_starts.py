@@ -12,13 +12,14 @@ from uuid import UUID
 import pytest
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.modules.protocol import Registry
 from runledger.application.services.runner import TickReport
 from runledger.domain.definition import Stamp
 from runledger.domain.occurrence import run_id_for
 from runledger.domain.run import Origin, Run
 from tests.definitions_support import (
     Fair,
+    fair_fixture,
+    fair_rl_fixture,
     fair_spec,
     phase,
     schedule,
@@ -30,17 +31,7 @@ from tests.reading import row, tick
 
 Opener = Callable[..., Runledger]
 
-
-@pytest.fixture
-def fair(registry: Registry) -> Fair:
-    found = Fair()
-    found.install(registry)
-    return found
-
-
-@pytest.fixture
-def rl(opened: Opener, fair: Fair) -> Runledger:
-    return opened()
+__all__ = ["fair_fixture", "fair_rl_fixture"]
 
 
 def runs_of(rl: Runledger) -> list[UUID]:
