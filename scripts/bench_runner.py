@@ -213,6 +213,14 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+def profiled(folder: Path, n: int) -> list[str]:
+    """Runner 0 under cProfile when RUNLEDGER_BENCH_PROFILE names a folder for its profile."""
+    where = os.environ.get("RUNLEDGER_BENCH_PROFILE")
+    if not where or n != 0:
+        return []
+    return ["-m", "cProfile", "-o", str(Path(where) / f"{folder.name}-r0.prof")]
+
+
 class Runners:
     """Runner processes released together; each ended by its own pid. They read their settings
     from this environment, as a runner does (tests/runner_proc.py: Settings.from_env())."""
@@ -234,6 +242,7 @@ class Runners:
                     subprocess.Popen(
                         [
                             sys.executable,
+                            *profiled(folder, n),
                             str(RUNNER),
                             "--url",
                             url,
