@@ -1,15 +1,27 @@
-"""Benchmark of the runner: how throughput scales with runner processes, and how long a run
-waits between its terminal status and its cleanup being complete.
+"""Benchmark of the runner: how long a run waits from its end to its cleanup being complete
+(a burst, and a steady stream), and how throughput scales with runner processes.
 
 Run it from the project root, with a PostgreSQL server, for example::
 
-    .venv/bin/python scripts/bench_runner.py --runs 300 --steps 2 --resources 5 --runners 1 2 4
+    .venv/bin/python scripts/bench_runner.py                      # all parts, PostgreSQL
+    .venv/bin/python scripts/bench_runner.py --store sqlite --parts burst
+    EVENT_CLEANUP_RUN_BATCH=50 .venv/bin/python scripts/bench_runner.py --parts burst steady
 
-For each runner count it makes a fresh schema, starts every run, then starts that many runner
-processes (``tests/runner_proc.py`` with an instant module) and releases them at one moment. It
-waits until every run is completed and every entry given back, stops the runners, and reads the
-figures from the event store: ``Run.Completed`` and ``Resource.Reverted`` events carry the time
-the runner decided them. It is a script, not a test: it prints figures and drops its schemas.
+The runners are ``tests/runner_proc.py`` processes with an instant module; they read their
+settings from the environment (EVENT_* batch variables included), as a runner does.
+
+- burst: one runner; runs whose one phase advances by hand are started and dispatched, then
+  this script advances them all at once (each completes); seconds from the last one ending
+  (its ``Run.Completed``) to the last entry given back (``Resource.Reverted``).
+- steady: the same, advancing ``--rate`` runs a second for ``--seconds``; per run, seconds from
+  its end to its last entry given back (terminal -> ``complete``), beside one tick interval.
+- runners: 1, 2, 4 runner processes do everything (dispatch, complete, give back) for
+  ``--runs`` runs on one PostgreSQL store; entries given back a second, and where the time
+  went: each runner's legs (its tick lines), the runners' sessions (``pg_stat_activity``
+  sampled), and CPU of the runners, of their PostgreSQL backends and of the machine.
+
+Times are the ones the runner stamped on its events. It is a script, not a test: it prints
+figures and drops its schemas and files.
 """
 
 from __future__ import annotations
@@ -17,12 +29,14 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,18 +45,28 @@ from uuid import UUID
 
 import psycopg
 from psycopg.sql import SQL, Identifier
+from runner_meter import Sessions, TickSums, cpu_seconds, machine_busy, tick_sums
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.errors import Conflict
 from runledger.application.modules.protocol import Registry
-from runledger.application.settings import Settings
+from runledger.application.settings import ENV_NAMES, Settings
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run
+from runledger.domain.step import Step
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "tests" / "runner_proc.py"
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ACTION = "crashworld.spawn"  # what tests/runner_proc.py registers
 MODULE = "crashworld"
+BATCH_VARIABLES = (
+    "cleanup_run_batch",
+    "cleanup_groups_per_run",
+    "advance_run_batch",
+    "steps_per_run_tick",
+    "steps_per_tick",
+)
 
 
 @dataclass
@@ -57,6 +81,11 @@ class Figures:
     lag_p90_s: float
     lag_worst_s: float
     errors_logged: int
+    ticks: dict[str, TickSums]
+    sessions: dict[str, float]
+    runner_cpu_s: float
+    server_cpu_s: float
+    machine_busy: float
 
     @property
     def runs_per_s(self) -> float:
@@ -67,25 +96,64 @@ class Figures:
         return self.entries / self.entries_done_s
 
 
-def new_schema(admin: str) -> str:
-    schema = f"rl_benchrun_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(SQL("CREATE SCHEMA {}").format(Identifier(schema)))
-    return schema
+class Store:
+    """A fresh store: a PostgreSQL schema or a SQLite file, dropped by ``close``."""
+
+    def __init__(self, engine: str, admin: str, folder: Path) -> None:
+        self.engine = engine
+        self.admin = admin
+        if engine == "postgres":
+            self.schema = f"rl_benchrun_{uuid.uuid4().hex[:10]}"
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(SQL("CREATE SCHEMA {}").format(Identifier(self.schema)))
+            self.url = f"{admin}?schema={self.schema}"
+        else:
+            self.file = folder / "bench.sqlite3"
+            self.url = f"sqlite:///{self.file}"
+        init_store(Settings(database_url=self.url))
+
+    def counts(self, rl: Runledger) -> dict[str, int]:
+        """Runs completed, entries recorded and given back, straight from the event store."""
+        recorder: Any = rl.app.recorder
+        topics = {
+            "completed": topic(Run.Completed),
+            "recorded": topic(Resource.Recorded),
+            "reverted": topic(Resource.Reverted),
+            "steps": topic(Step.Succeeded),
+        }
+        names = list(topics.values())
+        if self.engine == "postgres":
+            table = Identifier(recorder.datastore.schema or "public", recorder.events_table_name)
+            statement = SQL(
+                "SELECT topic, COUNT(*) FROM {} WHERE topic IN (%s, %s, %s, %s) GROUP BY topic"
+            ).format(table)
+            with psycopg.connect(self.admin) as conn:
+                rows = conn.execute(statement, names).fetchall()
+        else:
+            with closing(sqlite3.connect(f"file:{self.file}?mode=ro", uri=True)) as db:
+                rows = db.execute(
+                    f"SELECT topic, COUNT(*) FROM {recorder.events_table_name} "
+                    "WHERE topic IN (?, ?, ?, ?) GROUP BY topic",
+                    names,
+                ).fetchall()
+        found = {str(t): int(n) for t, n in rows}
+        return {name: found.get(t, 0) for name, t in topics.items()}
+
+    def close(self) -> None:
+        if self.engine == "postgres":
+            with psycopg.connect(self.admin, autocommit=True) as conn:
+                conn.execute(
+                    SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(Identifier(self.schema))
+                )
 
 
-def drop_schema(admin: str, schema: str) -> None:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(Identifier(schema)))
-
-
-def spec(number: int, steps: int, resources: int) -> dict[str, Any]:
+def spec(number: int, steps: int, resources: int, advance: str) -> dict[str, Any]:
     return {
         "name": f"bench {number}",
         "phases": [
             {
                 "id": "p1",
-                "advance": "auto",
+                "advance": advance,
                 "after_s": 0,
                 "steps": [
                     {"id": f"s{i}", "action": ACTION, "params": {"count": resources}}
@@ -100,20 +168,6 @@ def observer(url: str) -> Runledger:
     registry = Registry()
     registry.module(MODULE).action(ACTION, perform=lambda **_: None, revert=lambda **_: None)
     return bootstrap(Settings(database_url=url), registry)
-
-
-def counts(rl: Runledger) -> dict[str, int]:
-    """How many runs completed and entries were given back, straight from the event store."""
-    recorder: Any = rl.app.recorder
-    table = Identifier(recorder.datastore.schema or "public", recorder.events_table_name)
-    topics = {"completed": topic(Run.Completed), "reverted": topic(Resource.Reverted)}
-    statement = SQL(
-        "SELECT topic, COUNT(*) AS n FROM {} WHERE topic IN (%s, %s) GROUP BY topic"
-    ).format(table)
-    with recorder.datastore.transaction(commit=False) as cursor:
-        cursor.execute(statement, list(topics.values()))
-        found = {row["topic"]: int(row["n"]) for row in cursor.fetchall()}
-    return {name: found.get(t, 0) for name, t in topics.items()}
 
 
 def topic(cls: type) -> str:
@@ -133,8 +187,8 @@ def events(rl: Runledger) -> list[Any]:
         start = notes[-1].id
 
 
-def lags(everything: list[Any]) -> list[float]:
-    """Per run: seconds from its Completed event to the last Reverted event of its entries."""
+def ends_and_backs(everything: list[Any]) -> tuple[dict[UUID, datetime], dict[UUID, datetime]]:
+    """Per run: when it completed, and when the last of its entries was given back."""
     run_of: dict[UUID, UUID] = {}
     completed: dict[UUID, datetime] = {}
     given_back: dict[UUID, datetime] = {}
@@ -146,23 +200,49 @@ def lags(everything: list[Any]) -> list[float]:
         elif isinstance(event, Resource.Reverted):
             run = run_of[event.originator_id]
             given_back[run] = max(given_back.get(run, event.at), event.at)
-    return [(given_back[run] - at).total_seconds() for run, at in completed.items()]
+    return completed, given_back
+
+
+def lags(everything: list[Any]) -> list[float]:
+    """Per run: seconds from its Completed event to the last Reverted event of its entries."""
+    completed, given_back = ends_and_backs(everything)
+    return sorted((given_back[run] - at).total_seconds() for run, at in completed.items())
+
+
+def pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def profiled(folder: Path, n: int) -> list[str]:
+    """Runner 0 under cProfile when RUNLEDGER_BENCH_PROFILE names a folder for its profile."""
+    where = os.environ.get("RUNLEDGER_BENCH_PROFILE")
+    if not where or n != 0:
+        return []
+    return ["-m", "cProfile", "-o", str(Path(where) / f"{folder.name}-r0.prof")]
 
 
 class Runners:
-    """Runner processes released together; each ended by its own pid."""
+    """Runner processes released together; each ended by its own pid. They read their settings
+    from this environment, as a runner does (tests/runner_proc.py: Settings.from_env())."""
 
-    def __init__(self, url: str, count: int, folder: Path) -> None:
+    def __init__(self, url: str, count: int, folder: Path, interval: float, app: str) -> None:
         self.folder = folder
         self.go = folder / "go"
-        env = {**os.environ, "POSTGRES_POOL_SIZE": "2", "POSTGRES_MAX_OVERFLOW": "4"}
+        self.ticks = folder / "ticks.jsonl"
         self.procs: list[subprocess.Popen[bytes]] = []
         for n in range(count):
+            env = {
+                "POSTGRES_POOL_SIZE": "2",
+                "POSTGRES_MAX_OVERFLOW": "4",
+                **os.environ,
+                "PGAPPNAME": f"{app}{n}",
+            }
             with (folder / f"r{n}.err").open("wb") as err:
                 self.procs.append(
                     subprocess.Popen(
                         [
                             sys.executable,
+                            *profiled(folder, n),
                             str(RUNNER),
                             "--url",
                             url,
@@ -171,11 +251,13 @@ class Runners:
                             "--calls",
                             str(folder / "calls.jsonl"),
                             "--interval",
-                            "0.02",
+                            str(interval),
                             "--ready",
                             str(folder / f"ready-{n}"),
                             "--go",
                             str(self.go),
+                            "--ticks",
+                            str(self.ticks),
                         ],
                         cwd=ROOT,
                         env=env,
@@ -186,11 +268,17 @@ class Runners:
 
     def release(self) -> float:
         while not all((self.folder / f"ready-{n}").exists() for n in range(len(self.procs))):
-            if any(p.poll() is not None for p in self.procs):
-                raise RuntimeError(f"a runner died: {self.stderr()}")
+            self.check()
             time.sleep(0.01)
         self.go.touch()
         return time.time()
+
+    def check(self) -> None:
+        if any(p.poll() is not None for p in self.procs):
+            raise RuntimeError(f"a runner died: {self.stderr()}")
+
+    def cpu_s(self) -> float:
+        return sum(cpu_seconds(p.pid) or 0.0 for p in self.procs)
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -216,50 +304,120 @@ class Runners:
         )
 
 
-def measure(admin: str, runners: int, runs: int, steps: int, resources: int) -> Figures:
-    schema = new_schema(admin)
-    url = f"{admin}?schema={schema}"
-    try:
-        init_store(Settings(database_url=url))
-        with observer(url) as rl, tempfile.TemporaryDirectory(prefix="rl_bench_") as tmp:
-            for number in range(runs):
-                rl.runs.start(spec(number, steps, resources))
-            entries = runs * steps * resources
-            procs = Runners(url, runners, Path(tmp))
-            try:
-                go = procs.release()
-                deadline = time.monotonic() + 600
-                while True:
-                    seen = counts(rl)
-                    if seen["completed"] >= runs and seen["reverted"] >= entries:
-                        break
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"not done after 600 s: {seen}: {procs.stderr()}")
-                    if any(p.poll() is not None for p in procs.procs):
-                        raise RuntimeError(f"a runner died: {procs.stderr()}")
-                    time.sleep(0.05)
-                wall = time.time() - go
-            finally:
-                procs.stop()
-            everything = events(rl)
-            errors = procs.errors_logged()
-        done = [e.at.timestamp() for e in everything if isinstance(e, Run.Completed)]
-        backs = [e.at.timestamp() for e in everything if isinstance(e, Resource.Reverted)]
-        waits = sorted(lags(everything))
-        return Figures(
-            runners=runners,
-            runs=runs,
-            entries=entries,
-            wall_s=wall,
-            runs_done_s=max(done) - go,
-            entries_done_s=max(backs) - go,
-            lag_median_s=statistics.median(waits),
-            lag_p90_s=waits[int(0.9 * (len(waits) - 1))],
-            lag_worst_s=waits[-1],
-            errors_logged=errors,
-        )
-    finally:
-        drop_schema(admin, schema)
+def wait_for(store: Store, rl: Runledger, procs: Runners, what: str, at_least: int) -> None:
+    deadline = time.monotonic() + 600
+    while (seen := store.counts(rl))[what] < at_least:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"not done after 600 s: {seen}: {procs.stderr()}")
+        procs.check()
+        time.sleep(0.02)
+
+
+@dataclass
+class Latency:
+    runs: int
+    ended_over_s: float
+    burst_s: float  # last run ended -> last entry given back
+    lags: list[float]
+    ticks: TickSums
+    settings: Settings
+
+
+def latency(
+    engine: str, admin: str, runs: int, steps: int, resources: int, interval: float, rate: float
+) -> Latency:
+    """One runner; ``runs`` manual-advance runs dispatched, then advanced here at ``rate`` runs
+    a second (0: as fast as this process can, the burst)."""
+    with tempfile.TemporaryDirectory(prefix="rl_bench_") as tmp:
+        store = Store(engine, admin, Path(tmp))
+        try:
+            with observer(store.url) as rl:
+                ids = [rl.runs.start(spec(n, steps, resources, "manual")) for n in range(runs)]
+                entries = runs * steps * resources
+                procs = Runners(store.url, 1, Path(tmp), interval, f"rlbench_lat_{os.getpid()}_")
+                try:
+                    procs.release()
+                    wait_for(store, rl, procs, "recorded", entries)
+                    wait_for(store, rl, procs, "steps", runs * steps)
+                    time.sleep(interval + 0.5)  # the last dispatch's tick is over
+                    began = time.monotonic()
+                    for n, run_id in enumerate(ids):
+                        if rate > 0:
+                            time.sleep(max(0.0, began + n / rate - time.monotonic()))
+                        advance(rl, run_id)
+                    ended_over = time.monotonic() - began
+                    wait_for(store, rl, procs, "reverted", entries)
+                finally:
+                    procs.stop()
+                everything = events(rl)
+                ticks = tick_sums(procs.ticks).get("r0", TickSums())
+            completed, given_back = ends_and_backs(everything)
+            burst = (max(given_back.values()) - max(completed.values())).total_seconds()
+            return Latency(runs, ended_over, burst, lags(everything), ticks, Settings.from_env())
+        finally:
+            store.close()
+
+
+def advance(rl: Runledger, run_id: UUID) -> None:
+    """Advance one run, again while this process's view has not yet seen its steps done."""
+    for _ in range(200):
+        try:
+            rl.runs.advance(run_id, by="bench")
+            return
+        except Conflict:
+            time.sleep(0.01)
+    rl.runs.advance(run_id, by="bench")
+
+
+def scaling(admin: str, runners: int, runs: int, steps: int, resources: int) -> Figures:
+    """``runners`` processes do everything for ``runs`` auto runs on a fresh schema."""
+    with tempfile.TemporaryDirectory(prefix="rl_bench_") as tmp:
+        store = Store("postgres", admin, Path(tmp))
+        try:
+            with observer(store.url) as rl:
+                for number in range(runs):
+                    rl.runs.start(spec(number, steps, resources, "auto"))
+                entries = runs * steps * resources
+                app = f"rlbench_{store.schema}_"
+                procs = Runners(store.url, runners, Path(tmp), 0.02, app)
+                sessions = Sessions(admin, app)
+                try:
+                    go = procs.release()
+                    sessions.start()
+                    busy0, total0 = machine_busy()
+                    wait_for(store, rl, procs, "completed", runs)
+                    wait_for(store, rl, procs, "reverted", entries)
+                    wall = time.time() - go
+                    busy1, total1 = machine_busy()
+                    runner_cpu = procs.cpu_s()
+                finally:
+                    sessions.stop()
+                    procs.stop()
+                everything = events(rl)
+                errors = procs.errors_logged()
+                ticks = tick_sums(procs.ticks)
+        finally:
+            store.close()
+    done = [e.at.timestamp() for e in everything if isinstance(e, Run.Completed)]
+    backs = [e.at.timestamp() for e in everything if isinstance(e, Resource.Reverted)]
+    waits = lags(everything)
+    return Figures(
+        runners=runners,
+        runs=runs,
+        entries=entries,
+        wall_s=wall,
+        runs_done_s=max(done) - go,
+        entries_done_s=max(backs) - go,
+        lag_median_s=statistics.median(waits),
+        lag_p90_s=pct(waits, 0.9),
+        lag_worst_s=waits[-1],
+        errors_logged=errors,
+        ticks=ticks,
+        sessions=sessions.shares(),
+        runner_cpu_s=runner_cpu,
+        server_cpu_s=sessions.server_cpu_s(),
+        machine_busy=(busy1 - busy0) / max(total1 - total0, 1.0),
+    )
 
 
 def table(rows: list[Figures]) -> str:
@@ -278,31 +436,107 @@ def table(rows: list[Figures]) -> str:
     return "\n".join(lines)
 
 
+def where(f: Figures) -> str:
+    """Where the time of one scaling run went."""
+    lines = [
+        f"{f.runners} runner(s), {f.wall_s:.2f}s wall: CPU runners {f.runner_cpu_s:.2f}s, their "
+        f"PostgreSQL backends {f.server_cpu_s:.2f}s, machine busy {f.machine_busy:.0%} of "
+        f"{os.cpu_count()} CPUs"
+    ]
+    for worker, t in sorted(f.ticks.items()):
+        lines.append(
+            f"  {worker}: {t.ticks} ticks, advance {t.advance_s:.2f}s, cleanup {t.cleanup_s:.2f}s"
+            f" (worst tick {t.worst_tick_s:.2f}s); dispatched {t.dispatched}, completed "
+            f"{t.completed}, gave back {t.given_back}"
+        )
+    shares = ", ".join(f"{k} {v:.2f}" for k, v in f.sessions.items())
+    lines.append(f"  runner sessions (mean count per sample): {shares}")
+    return "\n".join(lines)
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def show_latency(store: str, name: str, lat: Latency, interval: float) -> None:
+    t = lat.ticks
+    mean_tick = (t.advance_s + t.cleanup_s) / max(t.ticks, 1)
+    period = interval + mean_tick
+    print(
+        f"{name} on {store}: {lat.runs} runs ended over {lat.ended_over_s:.2f}s "
+        f"({lat.runs / lat.ended_over_s:.0f} runs/s); last ended -> all complete "
+        f"{lat.burst_s:.2f}s; terminal -> complete p50 {pct(lat.lags, 0.5):.3f}s "
+        f"p99 {pct(lat.lags, 0.99):.3f}s worst {lat.lags[-1]:.3f}s"
+    )
+    print(
+        f"  one tick: interval {interval:g}s + mean tick {mean_tick * 1000:.0f} ms "
+        f"(worst {t.worst_tick_s * 1000:.0f} ms) = {period:.3f}s; {t.ticks} ticks, advance "
+        f"{t.advance_s:.2f}s, cleanup {t.cleanup_s:.2f}s, gave back {t.given_back}"
+    )
+    print(
+        f"  ratio p99 / (one tick + 100 ms) = {pct(lat.lags, 0.99) / (period + 0.1):.2f}; "
+        f"ratio burst / 1 s = {lat.burst_s:.2f}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--admin", default=PG_ADMIN, help="a PostgreSQL URL to make schemas in")
-    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--store", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=["burst", "steady", "runners"],
+        default=["burst", "steady", "runners"],
+    )
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--resources", type=int, default=5, help="refs per step")
+    parser.add_argument("--burst-runs", type=int, default=300)
+    parser.add_argument("--rate", type=float, default=50.0, help="steady: runs ending a second")
+    parser.add_argument("--seconds", type=float, default=10.0, help="steady: for how long")
+    parser.add_argument("--interval", type=float, default=1.0, help="burst, steady: tick sleep")
+    parser.add_argument("--runs", type=int, default=150, help="runners: runs to do")
     parser.add_argument("--runners", type=int, nargs="+", default=[1, 2, 4])
     args = parser.parse_args()
+    env = Settings.from_env()
+    print(uptime())
     print(
-        f"{args.runs} runs x {args.steps} steps x {args.resources} resources = "
-        f"{args.runs * args.steps * args.resources} entries to give back; instant module; "
-        f"{os.cpu_count()} CPUs",
+        f"{args.steps} steps x {args.resources} resources a run; instant module; "
+        f"{os.cpu_count()} CPUs; runner settings from the environment: "
+        + ", ".join(f"{ENV_NAMES[k]}={getattr(env, k)}" for k in BATCH_VARIABLES),
         flush=True,
     )
-    rows = []
-    for count in args.runners:
-        rows.append(measure(args.admin, count, args.runs, args.steps, args.resources))
-        print(f"  {count} runner(s): done in {rows[-1].wall_s:.1f}s", flush=True)
-    print()
-    print(table(rows))
-    print(
-        "\nruns/s = runs / (last Run.Completed - release); entries/s = entries / (last "
-        "Resource.Reverted - release);\nlag = per run, last Reverted of its entries - its "
-        "Completed (times as the runners stamped them)."
-    )
+    if "burst" in args.parts:
+        lat = latency(
+            args.store, args.admin, args.burst_runs, args.steps, args.resources, args.interval, 0
+        )
+        show_latency(args.store, "burst", lat, args.interval)
+    if "steady" in args.parts:
+        runs = int(args.rate * args.seconds)
+        lat = latency(
+            args.store, args.admin, runs, args.steps, args.resources, args.interval, args.rate
+        )
+        show_latency(args.store, "steady", lat, args.interval)
+    if "runners" in args.parts:
+        rows = []
+        for count in args.runners:
+            rows.append(scaling(args.admin, count, args.runs, args.steps, args.resources))
+            print(f"  {count} runner(s): done in {rows[-1].wall_s:.1f}s", flush=True)
+        print()
+        print(table(rows))
+        for f in rows:
+            print(where(f))
+        for f in rows[1:]:
+            print(
+                f"ratio entries/s {f.runners} runners / {rows[0].runners}: "
+                f"{f.entries_per_s / rows[0].entries_per_s:.2f}"
+            )
+        print(
+            "\nruns/s = runs / (last Run.Completed - release); entries/s = entries / (last "
+            "Resource.Reverted - release);\nlag = per run, last Reverted of its entries - its "
+            "Completed (times as the runners stamped them)."
+        )
+    print(uptime())
     return 0
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
-from runledger.application.services.runner import Runner, TickReport
+from runledger.application.services.runner import Observer, Runner, TickReport
 from runledger.application.settings import Settings
 
 MODULE = "crashworld"
@@ -196,6 +196,28 @@ def outage_text(windows: Sequence[tuple[float, float]]) -> str:
     return ",".join(f"{start:.3f}:{length:.3f}" for start, length in windows)
 
 
+def tick_log(path: Path, worker: str, then: Observer | None) -> Observer:
+    """An observer that appends each tick's legs and work to ``path``, then tells ``then``."""
+
+    def observe(report: TickReport, advance_s: float, cleanup_s: float) -> None:
+        done = report.advance
+        line = {
+            "worker": worker,
+            "t": time.time(),
+            "advance_s": advance_s,
+            "cleanup_s": cleanup_s,
+            "dispatched": done.dispatched,
+            "completed": done.completed,
+            "given_back": sum(s.reverted for s in report.swept.values()),
+            "runs_swept": len(report.swept),
+        }
+        append_line(path, line)
+        if then is not None:
+            then(report, advance_s, cleanup_s)
+
+    return observe
+
+
 def _await_go(ready: Path, go: Path, stop: threading.Event) -> None:
     ready.touch()
     while not go.exists() and not stop.is_set():
@@ -224,6 +246,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--ready", type=Path, help="touched once bootstrapped")
     parser.add_argument("--go", type=Path, help="start ticking once this file exists")
     parser.add_argument("--heartbeat", type=Path, help="holds the number of ticks finished")
+    parser.add_argument("--ticks", type=Path, help="one JSON line per tick: its legs and work")
     return parser
 
 
@@ -276,6 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 heartbeat=args.heartbeat,
             )
         )
+        if args.ticks is not None:
+            runner.observe = tick_log(args.ticks, args.worker, runner.observe)
         ticks = runner.run(args.interval, stop)
     seconds = round(time.monotonic() - started, 3)
     print(json.dumps({"worker": args.worker, "ticks": ticks, "seconds": seconds}), flush=True)
