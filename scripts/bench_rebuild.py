@@ -41,44 +41,18 @@ import resource
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from bench_history import fresh_store
 
-PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ENTRIES = 200
 STEPS = 8
-
-
-# --------------------------------------------------------------------------- stores
-
-
-def fresh_store(engine: str) -> tuple[str, Callable[[], None]]:
-    if engine == "sqlite":
-        folder = Path(tempfile.mkdtemp(prefix="rl-bench-rebuild-"))
-        return f"sqlite:///{folder / 'ledger.sqlite3'}", lambda: _rmtree(folder)
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-
-    def drop() -> None:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-
-    return f"{PG_ADMIN}?schema={schema}", drop
-
-
-def _rmtree(folder: Path) -> None:
-    for child in folder.iterdir():
-        child.unlink()
-    folder.rmdir()
 
 
 # --------------------------------------------------------------------------- history
