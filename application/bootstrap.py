@@ -19,6 +19,7 @@ from runledger.application.services.inputs import worker_name
 from runledger.application.services.leases import CoreLease
 from runledger.application.services.ledger import Ledger
 from runledger.application.services.occurrences import Occurrences
+from runledger.application.services.pacing import Wake
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runner import Runner
 from runledger.application.services.runs import Runs
@@ -82,6 +83,8 @@ class Runledger:
             worker=worker_name(worker),
             fleet=self.fleet,
             loaded=self.loaded,
+            settings=self.settings,
+            wake=Wake(self.app.recorder),
             observe=self.telemetry.tick,
         )
 

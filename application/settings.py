@@ -22,6 +22,8 @@ ENV_NAMES = {
     "max_revert_attempts": "EVENT_REVERT_MAX_ATTEMPTS",
     "cleanup_run_batch": "EVENT_CLEANUP_RUN_BATCH",
     "cleanup_groups_per_run": "EVENT_CLEANUP_GROUPS_PER_RUN",
+    "cleanup_budget_s": "EVENT_CLEANUP_BUDGET_S",
+    "wake_s": "EVENT_WAKE_S",
     "advance_run_batch": "EVENT_RUN_BATCH",
     "steps_per_run_tick": "EVENT_STEPS_PER_RUN_TICK",
     "steps_per_tick": "EVENT_STEPS_PER_TICK",
@@ -51,6 +53,11 @@ class Settings(BaseModel, frozen=True):
     max_revert_attempts: int = Field(default=3, ge=1)
     cleanup_run_batch: int = Field(default=10, ge=1)
     cleanup_groups_per_run: int = Field(default=25, ge=1)
+    # The cleanup leg sweeps pass after pass (each EVENT_CLEANUP_RUN_BATCH runs) until nothing
+    # is left or this is spent; a runner whose leg was cut short ticks again at once.
+    cleanup_budget_s: float = Field(default=1.0, gt=0, le=600, allow_inf_nan=False)
+    # How often a runner at rest looks for runs that ended elsewhere, to give them back then.
+    wake_s: float = Field(default=0.05, ge=0.01, le=60, allow_inf_nan=False)
     advance_run_batch: int = Field(default=50, ge=1)
     steps_per_run_tick: int = Field(default=20, ge=1)
     steps_per_tick: int = Field(default=50, ge=1)

@@ -38,6 +38,7 @@ from typing import Any
 
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
+from runledger.application.services.pacing import Swept, Wake
 from runledger.application.services.runner import Observer, Runner, TickReport
 from runledger.application.settings import Settings
 
@@ -172,11 +173,19 @@ class BeatingRunner(Runner):
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         report = super().tick(stop)
+        self._said()
+        return report
+
+    def _woken(self, stop: threading.Event) -> Swept:
+        swept = super()._woken(stop)
+        self._said()
+        return swept
+
+    def _said(self) -> None:
         self.beats += 1
         partial = self.heartbeat.with_suffix(".tmp")
         partial.write_text(str(self.beats))
         partial.replace(self.heartbeat)
-        return report
 
 
 def read_beats(heartbeat: Path) -> int:
@@ -296,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 worker=args.worker,
                 fleet=rl.fleet,
                 loaded=rl.loaded,
+                settings=rl.settings,
+                wake=Wake(rl.app.recorder),
                 heartbeat=args.heartbeat,
             )
         )

@@ -195,6 +195,7 @@ def test_a_runner_beats_every_tick_and_leaves_when_stopped_or_interrupted(
         worker="crashing",
         fleet=rl.fleet,
         loaded=rl.loaded,
+        settings=rl.settings,
     )
     with pytest.raises(KeyboardInterrupt):
         crashing.run(0.0, threading.Event())

@@ -8,8 +8,10 @@ from runledger.application.settings import ENV_NAMES, Settings
 MEANINGS = {
     "database_url": "the store: sqlite:///path or postgresql://user@host:port/db?schema=name",
     "max_revert_attempts": "automatic revert attempts per entry",
-    "cleanup_run_batch": "runs a sweep works per tick",
-    "cleanup_groups_per_run": "groups of entries a sweep works per run",
+    "cleanup_run_batch": "runs one sweep pass works",
+    "cleanup_groups_per_run": "groups of entries a sweep pass works per run",
+    "cleanup_budget_s": "seconds a tick's cleanup leg may sweep, pass after pass",
+    "wake_s": "seconds between a resting runner's looks for runs that ended",
     "advance_run_batch": "running runs the advance leg looks at per tick",
     "steps_per_run_tick": "steps one run may dispatch per tick",
     "steps_per_tick": "steps a tick may dispatch in all",

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -18,6 +17,7 @@ from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group, group_entries
 from runledger.application.services.inputs import person
 from runledger.application.services.ledger import Ledger, save_with_retry
+from runledger.application.services.pacing import Halt
 from runledger.application.services.serving import (
     ServedElsewhere,
     nowhere,
@@ -71,7 +71,7 @@ class Cleanup:
         self.elsewhere: ServedElsewhere = nowhere
         self._troubled: dict[UUID, int] = {}
 
-    def sweep(self, worker: str, stop: threading.Event | None = None) -> dict[UUID, Summary]:
+    def sweep(self, worker: str, stop: Halt | None = None) -> dict[UUID, Summary]:
         """One bounded pass over the runs that owe the world something."""
         self.elsewhere = self.serving()
         now = self.clock()
@@ -98,7 +98,7 @@ class Cleanup:
         )
 
     def _each(
-        self, run_ids: list[UUID], do: Callable[[UUID], T], stop: threading.Event | None
+        self, run_ids: list[UUID], do: Callable[[UUID], T], stop: Halt | None
     ) -> dict[UUID, T]:
         done: dict[UUID, T] = {}
         for run_id in run_ids:
@@ -140,9 +140,7 @@ class Cleanup:
         self.elsewhere = self.serving()
         return self.clean_run(run_id, worker=f"{by} (manual)", by=by)
 
-    def clean_run(
-        self, run_id: UUID, *, worker: str, by: str, stop: threading.Event | None = None
-    ) -> Summary:
+    def clean_run(self, run_id: UUID, *, worker: str, by: str, stop: Halt | None = None) -> Summary:
         """Work one run's retryable entries once, a bounded number of groups, one call at a
         time; answers what was recorded."""
         now = self.clock()
@@ -166,7 +164,7 @@ class Cleanup:
         *,
         worker: str,
         by: str,
-        stop: threading.Event | None,
+        stop: Halt | None,
     ) -> Summary:
         if found is None:
             return Summary(by=by)

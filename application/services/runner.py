@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 from uuid import UUID
 
 from runledger.application.errors import (
@@ -18,13 +20,15 @@ from runledger.application.errors import (
 )
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.fleet import Fleet, Loaded
+from runledger.application.services.pacing import Swept, Wake, sweep_leg
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runs import AdvanceReport, Runs
 from runledger.application.services.starts import StartReport, Starts
 from runledger.application.services.verdicts import Summary
-from runledger.application.settings import store_config
+from runledger.application.settings import Settings, store_config
 
 log = logging.getLogger("runledger.runner")
+T = TypeVar("T")
 
 TROUBLE: tuple[type[BaseException], ...] = (
     ProjectionStuck,
@@ -41,6 +45,8 @@ class TickReport:
     advance: AdvanceReport
     swept: dict[UUID, Summary]
     started: StartReport = field(default_factory=StartReport)
+    cut_short: bool = False
+    """The cleanup leg's time ran out with work still found: the runner ticks again at once."""
 
 
 Observer = Callable[[TickReport, float, float], None]
@@ -50,8 +56,9 @@ Observer = Callable[[TickReport, float, float], None]
 class Runner:
     """The tick: the start leg (due occurrences become runs), the advance leg, then the cleanup
     leg, so a run that starts in a tick is dispatched in it, and one that ends in a tick is given
-    back in the same tick. A runner records itself in the store (Fleet): it joins before its first
-    tick, beats at the start of every tick, and leaves however it stops.
+    back in the same tick. The cleanup leg is bounded by time (pacing); between ticks a run that
+    ends elsewhere wakes it. A runner records itself in the store (Fleet): it joins before its
+    first tick, beats at the start of every tick, and leaves however it stops.
 
     While a projection is stuck the legs do not go on: they decide from the views (what is due,
     what is retryable), and a view stopped before an event it cannot apply is stale about that
@@ -69,6 +76,8 @@ class Runner:
         worker: str,
         fleet: Fleet,
         loaded: Loaded,
+        settings: Settings,
+        wake: Wake | None = None,
         observe: Observer | None = None,
     ) -> None:
         self.runs = runs
@@ -78,21 +87,35 @@ class Runner:
         self.worker = worker
         self.fleet = fleet
         self.loaded = loaded
+        self.settings = settings
+        self.wake = wake
         self.observe = observe
         self.runner_id: UUID | None = None
         self.trouble: str | None = None
         self.stuck = False
+        self._reconciled = False
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         started = time.perf_counter()
         begun = self.starts.start_leg(self.worker, stop)
         advance = self.runs.advance_leg(self.worker, stop)
         advanced = time.perf_counter()
-        swept = {} if stop is not None and stop.is_set() else self.cleanup.sweep(self.worker, stop)
-        report = TickReport(advance, swept, begun)
+        swept = Swept({}) if stop is not None and stop.is_set() else self.cleanup_leg(stop)
+        report = TickReport(advance, swept.runs, begun, swept.cut_short)
         if self.observe is not None:
             self.observe(report, advanced - started, time.perf_counter() - advanced)
         return report
+
+    def cleanup_leg(self, stop: threading.Event | None = None) -> Swept:
+        """Sweep until nothing is left or EVENT_CLEANUP_BUDGET_S is spent. A run that ends
+        after this leg begins wakes the runner's rest; one that ended before is this leg's."""
+        if self.wake is not None:
+            self.wake.mark()
+        return sweep_leg(
+            lambda halt: self.cleanup.sweep(self.worker, halt),
+            stop,
+            self.settings.cleanup_budget_s,
+        )
 
     def join(self) -> None:
         """Record this runner in the store, with what it loaded; ``run`` does it first."""
@@ -109,28 +132,64 @@ class Runner:
 
     def run(self, interval_s: float, stop: threading.Event) -> int:
         """Join (unless joined), reconcile every module once, then beat and tick until ``stop``
-        is set; leave however the loop ends. Answers the ticks."""
-        reconciled = False
+        is set, resting ``interval_s`` between ticks unless a tick's cleanup was cut short;
+        leave however the loop ends. Answers the ticks."""
+        self._reconciled = False
         ticks = 0
         try:
             while not stop.is_set():
-                try:
-                    self._beat()
-                    if not reconciled:
-                        self.reconciler.reconcile_all()
-                        reconciled = True
-                    self.tick(stop)
-                except TROUBLE as error:
-                    self._troubled(error)
-                except Exception:  # a tick that fails is logged; the next one tries again
-                    log.exception("tick failed")
-                else:
-                    self._cleared()
+                report = self._safely(lambda: self._tick(stop))
                 ticks += 1
-                stop.wait(interval_s)
+                if report is None or not report.cut_short:
+                    self._rest(interval_s, stop)
         finally:
             self._leave()
         return ticks
+
+    def _tick(self, stop: threading.Event) -> TickReport:
+        self._beat()
+        if not self._reconciled:
+            self.reconciler.reconcile_all()
+            self._reconciled = True
+        return self.tick(stop)
+
+    def _rest(self, interval_s: float, stop: threading.Event) -> None:
+        """Until the next tick. A run that ended meanwhile (the API, the CLI, another runner) is
+        given back now: a cleanup leg alone, the other legs keep their interval."""
+        wake = self.wake
+        deadline = time.monotonic() + interval_s
+        # Counted as well as timed: a test's frozen clock holds time.monotonic still, while
+        # stop.wait always waits in real time.
+        looks = max(1, math.ceil(interval_s / self.settings.wake_s))
+        for _ in range(looks):
+            left = deadline - time.monotonic()
+            if left <= 0 or stop.wait(min(left, interval_s / looks)):
+                return
+            if wake is not None and self._safely(wake.runs_ended):
+                swept = self._safely(lambda: self._woken(stop))
+                if swept is not None and swept.cut_short:
+                    return
+
+    def _woken(self, stop: threading.Event) -> Swept:
+        started = time.perf_counter()
+        swept = self.cleanup_leg(stop)
+        if self.observe is not None:
+            report = TickReport(AdvanceReport(), swept.runs, cut_short=swept.cut_short)
+            self.observe(report, 0.0, time.perf_counter() - started)
+        return swept
+
+    def _safely(self, work: Callable[[], T]) -> T | None:
+        """The work's answer; None when it failed, said once for the store's trouble."""
+        try:
+            done = work()
+        except TROUBLE as error:
+            self._troubled(error)
+            return None
+        except Exception:  # a tick that fails is logged; the next one tries again
+            log.exception("tick failed")
+            return None
+        self._cleared()
+        return done
 
     def _beat(self) -> None:
         """Join until joined (a store that is away at start is trouble like any), then beat."""

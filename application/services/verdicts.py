@@ -36,6 +36,17 @@ class Summary:
         self.failed += counts.failed
         self.remaining -= counts.reverted
 
+    def then(self, later: Summary) -> Summary:
+        """Two passes over one run as one: their counts added, what remains as the later left it."""
+        return Summary(
+            attempted=self.attempted + later.attempted,
+            reverted=self.reverted + later.reverted,
+            drifted=self.drifted + later.drifted,
+            failed=self.failed + later.failed,
+            remaining=later.remaining,
+            by=later.by,
+        )
+
 
 @dataclass(frozen=True)
 class Judged:

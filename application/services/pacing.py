@@ -1,0 +1,110 @@
+"""How a runner paces its cleanup: a leg bounded by time rather than by a count of runs, and a
+rest between ticks that a run's end cuts short.
+
+A count of runs per tick queues behind a burst (the advance leg may end more runs in a tick than
+the cleanup leg takes), while a leg that sweeps until nothing is left could keep due steps
+waiting for as long as a burst takes. So the cleanup leg sweeps pass after pass until nothing is
+left or its time is spent, and a runner whose leg was cut short ticks again at once. Between
+ticks the runner looks every ``EVENT_WAKE_S`` for a run that ended elsewhere (the API, the CLI,
+another runner), and gives it back then rather than after the rest of the interval.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+from uuid import UUID
+
+from runledger.application.services.verdicts import Summary
+from runledger.domain.run import Run
+from runledger.domain.topics import topics_of
+
+ENDS: tuple[str, ...] = tuple(
+    sorted(topics_of(Run.Completed) | topics_of(Run.Cancelled) | topics_of(Run.Aborted))
+)
+"""Every topic a run's end may be stored under."""
+
+
+class Halt(Protocol):
+    """What a pass looks at between runs and between calls: should it stop here?"""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A leg's halt: the runner is stopping, or the leg's time is spent."""
+
+    stop: Halt | None
+    until: float
+
+    @classmethod
+    def of(cls, stop: Halt | None, seconds: float) -> Budget:
+        return cls(stop, time.monotonic() + seconds)
+
+    def is_set(self) -> bool:
+        return self.stopping or time.monotonic() >= self.until
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+
+@dataclass
+class Swept:
+    """What a cleanup leg did: a summary per run it worked (summed over its passes), and whether
+    its time ran out with work still found."""
+
+    runs: dict[UUID, Summary]
+    cut_short: bool = False
+
+    def add(self, passed: dict[UUID, Summary]) -> None:
+        for run_id, summary in passed.items():
+            before = self.runs.get(run_id)
+            self.runs[run_id] = summary if before is None else before.then(summary)
+
+
+def sweep_leg(
+    sweep: Callable[[Halt], dict[UUID, Summary]], stop: Halt | None, seconds: float
+) -> Swept:
+    """Passes until one attempts nothing (nothing left, or nothing this runner may work now),
+    the runner stops, or ``seconds`` are spent. A pass is cut between calls, never inside one."""
+    budget = Budget.of(stop, seconds)
+    swept = Swept({})
+    while not budget.stopping:
+        passed = sweep(budget)
+        swept.add(passed)
+        if not any(s.attempted for s in passed.values()):
+            return swept
+        if budget.is_set():
+            swept.cut_short = not budget.stopping
+            return swept
+    return swept
+
+
+class Wake:
+    """Whether a run has ended since the runner last looked: two reads by the store's position
+    (its head, then the run ends after the last head seen), nothing when nothing was written."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+        self.seen: int | None = None
+
+    def mark(self) -> None:
+        """Looked: what is in the store now is the leg's to find."""
+        self.seen = self._head()
+
+    def runs_ended(self) -> bool:
+        head = self._head()
+        seen, self.seen = self.seen, head
+        if seen is None or head <= seen:
+            return False
+        found = self.recorder.select_notifications(
+            start=seen, limit=1, stop=head, topics=ENDS, inclusive_of_start=False
+        )
+        return bool(found)
+
+    def _head(self) -> int:
+        return int(self.recorder.max_notification_id() or 0)

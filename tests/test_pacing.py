@@ -1,0 +1,105 @@
+"""The runner's pacing: a cleanup leg bounded by time, not by a count of runs, and a rest that a
+run ending elsewhere cuts short."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from uuid import UUID
+
+from runledger.application.services.runner import TickReport
+from tests.conftest import Factory
+from tests.game import Clock
+from tests.playing import SPAWN, PlayWorld, complete, ended_run, key, makes, play
+from tests.reading import status as cleanup_status
+from tests.world import hang
+
+
+def _until(condition: Callable[[], bool], timeout: float) -> float:
+    """Seconds until ``condition`` held; fails after ``timeout``."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, "not within the time allowed"
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+def test_one_tick_gives_back_every_ended_run_pass_after_pass(
+    make_runledger: Factory, world: PlayWorld, clock: Clock
+) -> None:
+    rl = make_runledger(cleanup_run_batch=2)
+    runs = [ended_run(rl, [f"c{n}"])[0] for n in range(5)]
+    report = rl.runner("w1").tick()
+    assert set(report.swept) == set(runs) and not report.cut_short
+    assert world.reverts == {key(r): 1 for r in runs}
+    assert {cleanup_status(rl, r) for r in runs} == {"complete"}
+
+
+def test_a_leg_whose_time_is_spent_stops_between_calls_and_says_so(
+    make_runledger: Factory, world: PlayWorld
+) -> None:
+    rl = make_runledger(cleanup_run_batch=1, cleanup_budget_s=0.3)
+    runs = [ended_run(rl, [f"c{n}"])[0] for n in range(6)]
+    world.answer(SPAWN, hang(0.2))
+    first = rl.runner("w1").tick()
+    # Two or three calls of 0.2 s fit 0.3 s (the pass in hand finishes its call); not six.
+    assert first.cut_short and 1 <= len(first.swept) <= 3
+    assert sum(world.reverts.values()) == len(first.swept)
+    reports = [first]
+    while reports[-1].cut_short:
+        reports.append(rl.runner("w1").tick())
+    assert world.reverts == {key(r): 1 for r in runs}
+    assert {cleanup_status(rl, r) for r in runs} == {"complete"}
+    assert not reports[-1].cut_short
+
+
+def test_a_run_ended_elsewhere_is_given_back_before_the_rest_is_over(
+    make_runledger: Factory, world: PlayWorld
+) -> None:
+    rl = make_runledger()
+    run = play(rl, makes("spawn", "c1", "c2"))
+    ticked = threading.Event()
+    legs: list[TickReport] = []
+
+    def observe(report: TickReport, _advance: float, _cleanup: float) -> None:
+        legs.append(report)
+        ticked.set()
+
+    runner = rl.runner("w1")
+    runner.observe = observe
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(60.0, stop))
+    thread.start()
+    try:
+        assert ticked.wait(10)
+        complete(make_runledger(), run)  # another process's API or CLI ends the run
+        waited = _until(lambda: cleanup_status(rl, run) == "complete", timeout=10)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert waited < 5  # the rest was 60 s
+    assert world.reverts == {key(run): 1}
+    assert len(legs) == 2 and set(legs[1].swept) == {run}  # the first tick, then the woken leg
+
+
+def test_a_resting_runner_with_nothing_ended_only_reads(
+    make_runledger: Factory, world: PlayWorld
+) -> None:
+    rl = make_runledger(wake_s=0.01)
+    run: UUID = ended_run(rl, ["c1"])[0]
+    legs: list[TickReport] = []
+    runner = rl.runner("w1")
+    runner.observe = lambda report, *_: legs.append(report)
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(60.0, stop))
+    thread.start()
+    try:
+        _until(lambda: cleanup_status(rl, run) == "complete", timeout=10)
+        head = rl.app.recorder.max_notification_id()
+        time.sleep(0.5)  # some fifty looks
+        assert rl.app.recorder.max_notification_id() == head
+    finally:
+        stop.set()
+        thread.join(10)
+    assert len(legs) == 1  # the runner's own ends wake nothing
