@@ -10,7 +10,8 @@ It does the work runledger's sweep does, the way a careful engineer would write 
   bounds (runs per sweep, groups per run);
 - the same durability: one write transaction per module call, holding the verdict of the call
   before it and the claim of this one, so a claim is committed before its call starts and its
-  verdict right after it ends; the run's last verdict commits with its summary line;
+  verdict right after it ends; a run's last verdict and its summary line commit with the next
+  run's first claim (or at the end of the pass), as runledger's pass carries them;
 - a claim guarded as the projection's rule says (an UPDATE whose WHERE repeats the retryable
   condition: of two racing workers one wins), a verdict guarded by the claim it answers;
 - the same log lines (``cleanup.reverted``/``cleanup.failed`` with the same detail, and one
@@ -154,6 +155,7 @@ class PlainSweep:
     groups_per_run: int = 25
     claim_for: timedelta = timedelta(seconds=15)
     backoff: Backoff = field(default_factory=Backoff)
+    carried: list[tuple[str, Pending | None, Summary]] = field(default_factory=list)
 
     def sweep(self) -> int:
         now = self.clock()
@@ -173,6 +175,9 @@ class PlainSweep:
         work = {r: self._page(runs[r], stamp) for r in candidates if r in runs}
         for run_id, rows in work.items():
             self._clean(run_id, runs[run_id], rows)
+        if self.carried:
+            with self.sql.write() as db:
+                self._land(db)
         return len(work)
 
     def _page(self, run: Row, stamp: float) -> list[Row]:
@@ -188,6 +193,7 @@ class PlainSweep:
         worked = False
         for group in group_rows(rows)[: self.groups_per_run]:
             with self.sql.write() as db:
+                self._land(db)
                 if pending is not None:
                     self._record(db, pending, summary)
                 self._claim(db, group)
@@ -195,14 +201,18 @@ class PlainSweep:
             if group.claimed:
                 worked = True
                 pending = self._judge(run_id, group, self._call(group))
-        if not worked:
-            return
-        with self.sql.write() as db:
+        if worked:  # the run's last verdict and line ride with the next run's first claim
+            self.carried.append((run_id, pending, summary))
+
+    def _land(self, db: Any) -> None:
+        """The last verdict and summary line of each run the pass carries."""
+        for run_id, pending, summary in self.carried:
             if pending is not None:
                 self._record(db, pending, summary)
             self._line(
                 db, (run_id, self.clock().timestamp(), "cleanup.swept", dumps(asdict(summary)))
             )
+        self.carried = []
 
     def _claim(self, db: Any, group: Group) -> None:
         now = self.clock()

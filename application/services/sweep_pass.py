@@ -1,0 +1,222 @@
+"""One pass over the runs a sweep found: one call at a time, durable per call.
+
+A group is claimed right before its call and its verdict saved right after, in the same save as
+the next group's claim, so a worker killed mid-pass leaves its successor at most the call that was
+in flight, and attempts count only calls made. The next group may be the next run's first: a
+run's last verdict and its summary line ride with the next run's first claim (one save per call,
+not one more per run), and what the pass still carries when it ends is saved then.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError
+
+from runledger.application.modules.answers import Verdict
+from runledger.application.services.from_rows import entry_from_row
+from runledger.application.services.give_back import GiveBack
+from runledger.application.services.groups import Group, group_entries
+from runledger.application.services.pacing import Halt
+from runledger.application.services.verdicts import Judged, Summary, judge_group, swept_line
+from runledger.application.settings import Settings
+from runledger.application.store.ledger_app import LedgerApp, Streams
+from runledger.domain.resource import Resource
+from runledger.domain.runlog import LogEntry
+from runledger.projections.rows import EntryRow, RunRow
+
+log = logging.getLogger("runledger.cleanup")
+
+Work = tuple[RunRow, list[EntryRow]]
+"""A run as a pass finds it: its row, and the page of its entries the pass may work."""
+
+
+@dataclass
+class Landing:
+    """A run's last verdict (if its last call was judged) and its summary line, not yet saved:
+    its ``summary`` counts the verdict once it is."""
+
+    run_id: UUID
+    judged: Judged | None
+    summary: Summary
+    line: LogEntry
+
+    def objects(self) -> list[object]:
+        if self.judged is None:
+            return [self.line]
+        return [*self.judged.group.claimed.values(), self.judged.line, self.line]
+
+
+class Pass:
+    def __init__(
+        self,
+        *,
+        app: LedgerApp,
+        streams: Streams,
+        give_back: GiveBack,
+        settings: Settings,
+        clock: Callable[[], datetime],
+        worker: str,
+        left_to_others: Callable[[Group], bool],
+    ) -> None:
+        self.app = app
+        self.streams = streams
+        self.give_back = give_back
+        self.settings = settings
+        self.clock = clock
+        self.worker = worker
+        self.left_to_others = left_to_others
+        self.carried: list[Landing] = []
+
+    def clean(self, run_id: UUID, found: Work | None, by: str, stop: Halt | None) -> Summary:
+        """Work one run's page, a bounded number of groups; its last save is carried."""
+        if found is None:
+            return Summary(by=by)
+        running, rows = found
+        # What another live runner serves is left to it: this one has not loaded it.
+        groups = [g for g in group_entries(rows) if not self.left_to_others(g)]
+        groups = groups[: self.settings.cleanup_groups_per_run]
+        summary = Summary(by=by, remaining=running.unresolved)
+        # Built from the rows just read, not replayed: a row the stream has moved past loses
+        # its claim's save to the version check, and that group is then claimed entry by entry.
+        loaded = {row.entry_id: entry_from_row(row) for g in groups for row in g.rows}
+        judged: Judged | None = None
+        worked = False
+        for group in groups:
+            if stop is not None and stop.is_set():
+                break
+            self._claim(group, loaded)
+            self._save_then_claim(run_id, judged, group, summary)
+            judged = None
+            if group.claimed:
+                worked = True
+                judged = self._judge(run_id, group, self.give_back.verdict(group))
+        if worked:
+            final = replace(summary)
+            if judged is not None:
+                final.add(judged.counts)
+            self.carried.append(
+                Landing(run_id, judged, summary, swept_line(run_id, final, self.clock()))
+            )
+        return summary
+
+    def land(self) -> None:
+        """Save what the pass still carries, each run on its own."""
+        carried, self.carried = self.carried, []
+        for landing in carried:
+            self.land_one(landing)
+
+    def _claim(self, group: Group, loaded: dict[UUID, Resource]) -> None:
+        """Claim the group in memory, for one call: its budget plus the slack."""
+        now = self.clock()
+        expires = self._expiry(group)
+        max_attempts = self.settings.max_revert_attempts
+        for row in group.rows:
+            entry = loaded.get(row.entry_id)
+            if entry is not None and entry.retryable(now, max_attempts):
+                entry.claim_revert(self.worker, now, expires, max_attempts)
+                group.claimed[entry.id] = entry
+
+    def _expiry(self, group: Group) -> datetime:
+        slack = timedelta(seconds=self.settings.claim_slack_s)
+        return self.clock() + self.give_back.budget(group) + slack
+
+    def _save_then_claim(
+        self, run_id: UUID, previous: Judged | None, group: Group, summary: Summary
+    ) -> None:
+        """What is carried, the last call's verdict and the next call's claim in one save: the
+        claim is durable before its call starts, and no claim is saved for a call that is not
+        about to start."""
+        carried, self.carried = self.carried, []
+        before = [o for landing in carried for o in landing.objects()]
+        if previous is not None:
+            before += [*previous.group.claimed.values(), previous.line]
+        claims = list(group.claimed.values())
+        if not before and not claims:
+            return
+        try:
+            self.app.save(*before, *claims)
+        except IntegrityError:
+            # Someone else moved an entry of one of them: settle each apart.
+            for landing in carried:
+                self.land_one(landing)
+            if previous is not None:
+                self._settle_apart(run_id, previous, summary)
+            group.claimed = self._claim_each(group)
+            return
+        except BaseException:
+            self.carried = carried + self.carried  # not saved: still the pass's to land
+            raise
+        for landing in carried:
+            if landing.judged is not None:
+                landing.summary.add(landing.judged.counts)
+        if previous is not None:
+            summary.add(previous.counts)
+
+    def land_one(self, landing: Landing) -> None:
+        """A run's last verdict with its one summary line, saved on their own."""
+        judged, summary = landing.judged, landing.summary
+        try:
+            self.app.save(*landing.objects())
+        except IntegrityError:
+            if judged is None:
+                raise  # a log line's key is new every time: nothing else can hold it
+            self._settle_apart(landing.run_id, judged, summary)
+        else:
+            if judged is not None:
+                summary.add(judged.counts)
+            return
+        self.app.save(swept_line(landing.run_id, summary, self.clock()))
+
+    def _claim_each(self, group: Group) -> dict[UUID, Resource]:
+        won: dict[UUID, Resource] = {}
+        max_attempts = self.settings.max_revert_attempts
+        for row in group.rows:
+            fresh = self.streams.load(Resource, [row.entry_id]).get(row.entry_id)
+            now = self.clock()
+            if fresh is None or not fresh.retryable(now, max_attempts):
+                continue
+            fresh.claim_revert(self.worker, now, self._expiry(group), max_attempts)
+            try:
+                self.app.save(fresh)
+            except IntegrityError:
+                continue
+            won[fresh.id] = fresh
+        return won
+
+    def _judge(self, run_id: UUID, group: Group, verdict: Verdict) -> Judged:
+        return judge_group(
+            run_id,
+            group,
+            verdict,
+            self.worker,
+            self.clock(),
+            self.settings.backoff,
+            self.settings.max_revert_attempts,
+        )
+
+    def _settle_apart(self, run_id: UUID, judged: Judged, summary: Summary) -> None:
+        """Something else changed an entry while the call was out (an expiry, a reconcile, a
+        worker that took over an expired claim): judge on fresh state only what this worker
+        still holds, and save it alone."""
+        fresh = self.streams.load(Resource, list(judged.group.claimed))
+        # Settled by another writer while the call was out: no longer remaining either.
+        summary.remaining -= sum(1 for e in fresh.values() if not e.unresolved)
+        mine = {
+            i: e
+            for i, e in fresh.items()
+            if e.claim_worker == self.worker and e.attempts == judged.group.claimed[i].attempts
+        }
+        if not mine:
+            return
+        again = self._judge(run_id, Group(judged.group.rows, mine), judged.verdict)
+        try:
+            self.app.save(*mine.values(), again.line)
+        except IntegrityError:
+            log.warning("run %s: a verdict lost a race and will be retried", run_id)
+            return
+        summary.add(again.counts)
