@@ -71,12 +71,30 @@ def runs_statement(markers: str) -> str:
     ORDER BY u.started_at, u.run_id"""
 
 
+PAGE = 5_000
+"""The most entries of one run a sweep pass reads: its memory does not grow with the run."""
+
+
 def retryable_statement(overdue_leases_only: bool) -> str:
     """One run's page of retryable entries; parameters: run, max attempts, now, now, (now when
     only overdue leases), limit."""
     lease_clause = f"AND r.kind = '{LEASE_KIND}' AND r.until <= %s" if overdue_leases_only else ""
     return f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s AND {_RETRYABLE}
     {lease_clause} ORDER BY r.recorded_at, r.entry_id LIMIT %s"""
+
+
+def retryable_pages_statement(
+    runs: list[tuple[UUID, bool]], now: datetime, max_attempts: int, limit: int
+) -> tuple[str, list[Any]]:
+    """Several runs' pages of retryable entries in one statement: each run's page is its own
+    subquery, served by the index as it is alone."""
+    stamp = now.timestamp()
+    parts: list[str] = []
+    params: list[Any] = []
+    for n, (run_id, overdue_only) in enumerate(runs):
+        parts.append(f"SELECT * FROM ({retryable_statement(overdue_only)}) AS p{n}")
+        params += [str(run_id), max_attempts, stamp, stamp, *([stamp] * overdue_only), limit]
+    return " UNION ALL ".join(parts), params
 
 
 class Queries:
@@ -172,7 +190,7 @@ class Queries:
         max_attempts: int,
         *,
         overdue_leases_only: bool,
-        limit: int = 5_000,
+        limit: int = PAGE,
     ) -> list[EntryRow]:
         """A bounded page of what one pass may work: a sweep's memory does not grow with the
         run (a sweep holds one page per run of its batch), and a group cut at the page's end is
@@ -183,6 +201,20 @@ class Queries:
             params.append(stamp)
         rows = self._rows(retryable_statement(overdue_leases_only), [*params, limit])
         return [EntryRow.of(row) for row in rows]
+
+    def retryable_pages(
+        self, runs: list[tuple[UUID, bool]], now: datetime, max_attempts: int, limit: int = PAGE
+    ) -> dict[UUID, list[Any]]:
+        """``retryable_entries`` for several runs (each with its ``overdue_leases_only``) in one
+        statement, as rows for ``EntryRow.of``: a row that cannot be read then fails its own
+        run's pass, not every run's."""
+        if not runs:
+            return {}
+        statement, params = retryable_pages_statement(runs, now, max_attempts, limit)
+        pages: dict[UUID, list[Any]] = {run_id: [] for run_id, _ in runs}
+        for row in self._rows(statement, params):
+            pages[UUID(row["run_id"])].append(row)
+        return pages
 
     def unresolved_entries(self, run_id: UUID) -> list[EntryRow]:
         rows = self._rows(

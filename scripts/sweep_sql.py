@@ -4,7 +4,8 @@ the baseline bench_sweep measures ours against.
 It does the work runledger's sweep does, the way a careful engineer would write it in plain SQL:
 
 - the same reads: the candidate query (``queries.CANDIDATES``, the very text), the runs' rows
-  with their entries counted, and each run's page of retryable entries, on tables made by the
+  with their entries counted, and each run's page of retryable entries (the pass's runs in one
+  statement, ``queries.retryable_pages_statement``), on tables made by the
   same DDL (the same five indexes on the resources table);
 - the same grouping (each lease alone, everything else by the step that made it) and the same
   bounds (runs per sweep, groups per run);
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
@@ -39,7 +41,12 @@ from psycopg.rows import dict_row
 from runledger.application.services.verdicts import Summary
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
-from runledger.projections.queries import CANDIDATES, retryable_statement, runs_statement
+from runledger.projections.queries import (
+    CANDIDATES,
+    PAGE,
+    retryable_pages_statement,
+    runs_statement,
+)
 from runledger.projections.schema import OPEN_STATES, TABLE_DDL
 
 TABLES = ("rl_runs", "rl_resources", "rl_run_log")
@@ -172,7 +179,7 @@ class PlainSweep:
                 [self.max_attempts, stamp, *candidates],
             )
         }
-        work = {r: self._page(runs[r], stamp) for r in candidates if r in runs}
+        work = self._pages([runs[r] for r in candidates if r in runs], now)
         for run_id, rows in work.items():
             self._clean(run_id, runs[run_id], rows)
         if self.carried:
@@ -180,12 +187,18 @@ class PlainSweep:
                 self._land(db)
         return len(work)
 
-    def _page(self, run: Row, stamp: float) -> list[Row]:
-        overdue_only = run["status"] == "running"
-        params: list[Any] = [run["run_id"], self.max_attempts, stamp, stamp]
-        params += [stamp] if overdue_only else []
-        rows = self.sql.read(retryable_statement(overdue_only), [*params, 5_000])
-        return [dict(row) for row in rows]
+    def _pages(self, runs: list[Row], now: datetime) -> dict[str, list[Row]]:
+        """Every run's page of retryable entries, in one statement."""
+        statement, params = retryable_pages_statement(
+            [(UUID(run["run_id"]), run["status"] == "running") for run in runs],
+            now,
+            self.max_attempts,
+            PAGE,
+        )
+        pages: dict[str, list[Row]] = {run["run_id"]: [] for run in runs}
+        for row in self.sql.read(statement, params):
+            pages[row["run_id"]].append(dict(row))
+        return pages
 
     def _clean(self, run_id: str, run: Row, rows: list[Row]) -> None:
         summary = Summary(by=self.worker, remaining=int(run["unresolved"] or 0))

@@ -26,7 +26,7 @@ from runledger.domain.resource import Resource
 from runledger.domain.run import TERMINAL
 from runledger.domain.runlog import LogEntry
 from runledger.projections.queries import Queries
-from runledger.projections.rows import RunRow
+from runledger.projections.rows import EntryRow, RunRow
 
 log = logging.getLogger("runledger.cleanup")
 TROUBLE_SWEEPS = 5
@@ -66,6 +66,11 @@ class Cleanup:
 
     def sweep(self, worker: str, stop: Halt | None = None) -> dict[UUID, Summary]:
         """One bounded pass over the runs that owe the world something."""
+        return self.sweep_more(worker, stop)[0]
+
+    def sweep_more(self, worker: str, stop: Halt | None = None) -> tuple[dict[UUID, Summary], bool]:
+        """A pass, and whether it may have left work a next pass would find: it found a whole
+        batch of runs, or a run with more than it may work."""
         self.elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
@@ -83,13 +88,19 @@ class Cleanup:
             self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
             max_attempts = self.settings.max_revert_attempts
             rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
-            work = self._each(candidates, lambda r: self._work(rows.get(r), now), stop)
+            pages = self.queries.retryable_pages(
+                [(r.run_id, r.status not in TERMINAL) for r in rows.values()], now, max_attempts
+            )
         one = self._pass(worker)
-        swept = self._each(
-            list(work), lambda r: one.clean(r, work[r], worker, stop), stop, self._lander(one)
-        )
+
+        def clean(run_id: UUID) -> Summary:
+            run = rows.get(run_id)
+            found = None if run is None else (run, [EntryRow.of(e) for e in pages[run_id]])
+            return one.clean(run_id, found, worker, stop)
+
+        swept = self._each(candidates, clean, stop, self._lander(one))
         one.land()
-        return swept
+        return swept, len(candidates) >= batch or one.left_over
 
     def _each(
         self,

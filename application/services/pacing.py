@@ -67,16 +67,19 @@ class Swept:
 
 
 def sweep_leg(
-    sweep: Callable[[Halt], dict[UUID, Summary]], stop: Halt | None, seconds: float
+    sweep: Callable[[Halt], tuple[dict[UUID, Summary], bool]], stop: Halt | None, seconds: float
 ) -> Swept:
-    """Passes until one attempts nothing (nothing left, or nothing this runner may work now),
-    the runner stops, or ``seconds`` are spent. A pass is cut between calls, never inside one."""
+    """Passes while each may have left work (a whole batch of runs found, or a run with more
+    than a pass may work) and attempted something, until the runner stops or ``seconds`` are
+    spent. A pass is cut between calls, never inside one. A pass that found less than a batch
+    worked everything it found: the leg ends, and an attempt that failed waits for its back-off
+    and the next tick, not for the next pass."""
     budget = Budget.of(stop, seconds)
     swept = Swept({})
     while not budget.stopping:
-        passed = sweep(budget)
+        passed, more = sweep(budget)
         swept.add(passed)
-        if not any(s.attempted for s in passed.values()):
+        if not more or not any(s.attempted for s in passed.values()):
             return swept
         if budget.is_set():
             swept.cut_short = not budget.stopping

@@ -112,7 +112,7 @@ class Runner:
         if self.wake is not None:
             self.wake.mark()
         return sweep_leg(
-            lambda halt: self.cleanup.sweep(self.worker, halt),
+            lambda halt: self.cleanup.sweep_more(self.worker, halt),
             stop,
             self.settings.cleanup_budget_s,
         )

@@ -27,6 +27,7 @@ from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource
 from runledger.domain.runlog import LogEntry
+from runledger.projections.queries import PAGE
 from runledger.projections.rows import EntryRow, RunRow
 
 log = logging.getLogger("runledger.cleanup")
@@ -44,6 +45,8 @@ class Landing:
     judged: Judged | None
     summary: Summary
     line: LogEntry
+    tried: bool = False
+    """Its events went with a save: a save takes them off the aggregates, saved or not."""
 
     def objects(self) -> list[object]:
         if self.judged is None:
@@ -71,6 +74,8 @@ class Pass:
         self.worker = worker
         self.left_to_others = left_to_others
         self.carried: list[Landing] = []
+        self.left_over = False
+        """A run's page held more than this pass may work: a next pass has more to do."""
 
     def clean(self, run_id: UUID, found: Work | None, by: str, stop: Halt | None) -> Summary:
         """Work one run's page, a bounded number of groups; its last save is carried."""
@@ -79,7 +84,9 @@ class Pass:
         running, rows = found
         # What another live runner serves is left to it: this one has not loaded it.
         groups = [g for g in group_entries(rows) if not self.left_to_others(g)]
-        groups = groups[: self.settings.cleanup_groups_per_run]
+        cap = self.settings.cleanup_groups_per_run
+        self.left_over = self.left_over or len(groups) > cap or len(rows) >= PAGE
+        groups = groups[:cap]
         summary = Summary(by=by, remaining=running.unresolved)
         # Built from the rows just read, not replayed: a row the stream has moved past loses
         # its claim's save to the version check, and that group is then claimed entry by entry.
@@ -138,6 +145,8 @@ class Pass:
         claims = list(group.claimed.values())
         if not before and not claims:
             return
+        for landing in carried:
+            landing.tried = True
         try:
             self.app.save(*before, *claims)
         except IntegrityError:
@@ -149,7 +158,7 @@ class Pass:
             group.claimed = self._claim_each(group)
             return
         except BaseException:
-            self.carried = carried + self.carried  # not saved: still the pass's to land
+            self.carried = carried + self.carried  # not saved: still the pass's to settle
             raise
         for landing in carried:
             if landing.judged is not None:
@@ -158,18 +167,21 @@ class Pass:
             summary.add(previous.counts)
 
     def land_one(self, landing: Landing) -> None:
-        """A run's last verdict with its one summary line, saved on their own."""
+        """A run's last verdict with its one summary line, saved on their own; or, once a save
+        that held them failed, judged again on fresh state with a new line."""
         judged, summary = landing.judged, landing.summary
-        try:
-            self.app.save(*landing.objects())
-        except IntegrityError:
-            if judged is None:
-                raise  # a log line's key is new every time: nothing else can hold it
+        if not landing.tried:
+            landing.tried = True
+            try:
+                self.app.save(*landing.objects())
+            except IntegrityError:
+                pass  # someone else moved an entry while the call was out
+            else:
+                if judged is not None:
+                    summary.add(judged.counts)
+                return
+        if judged is not None:
             self._settle_apart(landing.run_id, judged, summary)
-        else:
-            if judged is not None:
-                summary.add(judged.counts)
-            return
         self.app.save(swept_line(landing.run_id, summary, self.clock()))
 
     def _claim_each(self, group: Group) -> dict[UUID, Resource]:
