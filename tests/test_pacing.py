@@ -11,8 +11,9 @@ from uuid import UUID
 from runledger.application.services.runner import TickReport
 from tests.conftest import Factory
 from tests.game import Clock
-from tests.playing import SPAWN, PlayWorld, complete, ended_run, key, makes, play
+from tests.playing import SPAWN, PlayWorld, complete, ended_run, key, makes, play, start
 from tests.reading import status as cleanup_status
+from tests.reading import the_step
 from tests.world import hang
 
 
@@ -103,3 +104,22 @@ def test_a_resting_runner_with_nothing_ended_only_reads(
         stop.set()
         thread.join(10)
     assert len(legs) == 1  # the runner's own ends wake nothing
+
+
+def test_a_tick_whose_step_bound_left_steps_due_is_followed_at_once(
+    make_runledger: Factory, world: PlayWorld
+) -> None:
+    rl = make_runledger(steps_per_tick=2)
+    run = start(rl, *(makes(f"s{n}", f"c{n}") for n in range(5)))
+    assert rl.runner("w0").tick().advance.cut_short  # two of five dispatched
+    runner = rl.runner("w1")
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(60.0, stop))
+    thread.start()
+    try:
+        done = lambda: all(the_step(rl, run, f"s{n}").state == "done" for n in range(5))  # noqa: E731
+        waited = _until(done, timeout=10)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert waited < 5  # two more ticks at once, not two rests of 60 s

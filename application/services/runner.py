@@ -132,7 +132,7 @@ class Runner:
 
     def run(self, interval_s: float, stop: threading.Event) -> int:
         """Join (unless joined), reconcile every module once, then beat and tick until ``stop``
-        is set, resting ``interval_s`` between ticks unless a tick's cleanup was cut short;
+        is set, resting ``interval_s`` between ticks unless a leg was cut short by its bound;
         leave however the loop ends. Answers the ticks."""
         self._reconciled = False
         ticks = 0
@@ -140,7 +140,7 @@ class Runner:
             while not stop.is_set():
                 report = self._safely(lambda: self._tick(stop))
                 ticks += 1
-                if report is None or not report.cut_short:
+                if report is None or not (report.cut_short or report.advance.cut_short):
                     self._rest(interval_s, stop)
         finally:
             self._leave()

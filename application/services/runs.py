@@ -41,6 +41,8 @@ class AdvanceReport:
     phases_advanced: int = 0
     completed: int = 0
     aborted: int = 0
+    cut_short: bool = False
+    """The tick's step bound left due steps undispatched: the runner ticks again at once."""
 
 
 @dataclass
@@ -165,10 +167,12 @@ class Runs:
             if (stop is not None and stop.is_set()) or budget.spent:
                 # Runs this tick did not reach go first in the next, so none waits for ever.
                 self._first = order[index:] + self._first
+                report.cut_short = budget.spent
                 break
             try:
                 if self._advance_run(run_id, worker, report, stop, budget):
                     self._first.append(run_id)
+                    report.cut_short = True
             except (IntegrityError, RunNotRunning) as error:
                 log.debug("run %s moved under another runner: %s", run_id, error)
             except OUTAGES:
