@@ -79,10 +79,11 @@ def sweep_leg(
     while not budget.stopping:
         passed, more = sweep(budget)
         swept.add(passed)
-        if not more or not any(s.attempted for s in passed.values()):
-            return swept
         if budget.is_set():
+            # Spent before or during this pass, which then left its other runs unworked.
             swept.cut_short = not budget.stopping
+            return swept
+        if not more or not any(s.attempted for s in passed.values()):
             return swept
     return swept
 
