@@ -3,10 +3,15 @@ run ending elsewhere cuts short."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable
 from uuid import UUID
+
+import pytest
+from eventsourcing.persistence import ConnectionPoolClosedError
 
 from runledger.application.services.runner import TickReport
 from tests.conftest import Factory
@@ -125,3 +130,28 @@ def test_a_tick_whose_step_bound_left_steps_due_is_followed_at_once(
         stop.set()
         thread.join(10)
     assert waited < 5  # two more ticks at once, not two rests of 60 s
+
+
+def test_a_resting_runner_whose_store_is_gone_says_so_once_a_tick_not_once_a_look(
+    make_runledger: Factory, world: PlayWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    rl = make_runledger(wake_s=0.01)
+    runner = rl.runner("w1")
+    stop = threading.Event()
+
+    def run() -> None:
+        with contextlib.suppress(ConnectionPoolClosedError):  # leaving, at the end, fails too
+            runner.run(0.5, stop)
+
+    with caplog.at_level(logging.WARNING, logger="runledger.runner"):
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            time.sleep(0.2)
+            rl.app.close()  # the pool is closed under the runner: every read now fails
+            time.sleep(1.2)  # two or three ticks, some hundred looks
+        finally:
+            stop.set()
+            thread.join(10)
+    said = [r for r in caplog.records if r.name == "runledger.runner"]
+    assert 1 <= len(said) <= 4, [r.getMessage() for r in said]

@@ -165,10 +165,16 @@ class Runner:
             left = deadline - time.monotonic()
             if left <= 0 or stop.wait(min(left, interval_s / looks)):
                 return
-            if wake is not None and self._safely(wake.runs_ended):
-                swept = self._safely(lambda: self._woken(stop))
-                if swept is not None and swept.cut_short:
-                    return
+            if wake is None:
+                continue
+            try:
+                ended = wake.runs_ended()
+            except Exception:  # the next tick meets it and says so once, not this rest 20 a second
+                wake = None
+                continue
+            swept = self._safely(lambda: self._woken(stop)) if ended else None
+            if swept is not None and swept.cut_short:
+                return
 
     def _woken(self, stop: threading.Event) -> Swept:
         started = time.perf_counter()
