@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--real",
         type=int,
-        default=5_000,
+        default=2_500,
         help="part 2: entries of each size given back through real work at least (the last "
         "ones); the rest replays the projection's upserts of a real round",
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import statistics
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 import psycopg
 from sweep_meter import Health, health
-from sweep_rounds import Replay, Written, real_work, record_round
+from sweep_rounds import TOGETHER, Replay, Written, real_work, record_round
 from sweep_sql import Sql
 from sweep_world import (
     Store,
@@ -85,6 +86,7 @@ class Timing:
     ours: list[float]
     plain: list[float]
     found: int
+    load: float
 
     @property
     def ratio(self) -> float:
@@ -125,7 +127,7 @@ def time_candidates(rl: Runledger, sql: Sql, reps: int) -> Timing:
             order = [("ours", ours), ("plain", plain)]
             for name, query in order if rep % 2 == 0 else order[::-1]:
                 timed(query, taken[name])
-    return Timing(first[0], taken["ours"], taken["plain"], len(found))
+    return Timing(first[0], taken["ours"], taken["plain"], len(found), os.getloadavg()[0])
 
 
 @dataclass
@@ -136,6 +138,7 @@ class Size:
     health: Health
     timing: Timing
     plan: str
+    vacuum_s: float = 0.0
     vacuumed: Timing | None = None
 
 
@@ -187,6 +190,7 @@ def measure(rl: Runledger, store: Store, sql: Sql, args: Any) -> tuple[Health, T
 
 
 def part_history(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
     store = Store.create(args.store, args.pg_url)
     sizes: list[Size] = []
     try:
@@ -209,9 +213,8 @@ def part_history(args: argparse.Namespace) -> None:
                 history = count_status(store, "reverted")
                 size = Size(history, real, bulk, *measure(rl, store, sql, args))
                 if want == args.large and args.vacuum:
-                    took = vacuum(store)
+                    size.vacuum_s = vacuum(store)
                     size.vacuumed = time_candidates(rl, sql, args.reps)
-                    size.vacuumed.first = took
                 sizes.append(size)
                 sweep_until_done(rl)
                 if count_status(store, "live"):
@@ -220,7 +223,7 @@ def part_history(args: argparse.Namespace) -> None:
     finally:
         if not args.keep:
             store.drop()
-    report(args, sizes)
+    report(args, sizes, settings.cleanup_run_batch, time.perf_counter() - start)
 
 
 def ms(seconds: list[float]) -> str:
@@ -243,19 +246,22 @@ def vacuumed(engine: str) -> str:
     return "VACUUM (SQLite: the file rebuilt, its pages packed)"
 
 
-def report(args: argparse.Namespace, sizes: list[Size]) -> None:
+def report(args: argparse.Namespace, sizes: list[Size], batch: int, took: float) -> None:
     print(f"\n== 2. candidate query (queries.candidate_runs, the real one) on {args.store}")
     print(
-        "   history written by real work: runs recorded through the application, given back by "
-        "the Cleanup service's sweeps (instant module), a sweep batch of runs at a time; the "
-        "bulk of a size by replaying, round after round with fresh ids, the projection's own "
-        "upserts (backend.upsert) of one such real round, the same row versions in the same "
-        "statement order (4 rounds to a statement, in one transaction), so every row is "
-        "inserted then updated as the real round's were; then the last part (--real) through "
-        "real work again. The replay writes no events and no rows of rl_steps/rl_run_log (the "
-        "query reads neither). No VACUUM or ANALYZE by the script; autovacuum on this server: "
-        f"{sizes[0].health.autovacuum}. Open work beside the history: {args.open_runs} "
-        f"completed runs x {args.entries} live entries through the application."
+        f"   history: runs recorded through the application and given back by the Cleanup "
+        f"service's sweeps with the instant module, {batch} runs at a time (real work); the "
+        "bulk of each size replays, round after round with fresh ids, the upserts "
+        "(backend.upsert) the views sent for one such real round: the same row versions in "
+        f"the same order of statements ({TOGETHER} rounds to a statement, one transaction), so "
+        "every row is inserted then updated as in the real round; the last part of each size "
+        f"(--real {args.real:,}) is real work again."
+    )
+    print(
+        "   the replay writes no events and no rows of rl_steps or rl_run_log (the query reads "
+        "neither). The script runs no VACUUM or ANALYZE before timing; autovacuum on this "
+        f"server: {sizes[0].health.autovacuum}. Open work beside the history: "
+        f"{args.open_runs} completed runs x {args.entries} live entries through the application."
     )
     for s in sizes:
         t = s.timing
@@ -268,12 +274,16 @@ def report(args: argparse.Namespace, sizes: list[Size]) -> None:
         )
         print(f"      OURS      {ms(t.ours)}")
         print(f"      PLAIN SQL {ms(t.plain)}")
-        print(f"      ratio ours / plain SQL (speed, medians) at {s.history:,}: {t.ratio:.2f}")
+        print(
+            f"      ratio ours / plain SQL (speed, medians) at {s.history:,}: {t.ratio:.2f} "
+            f"(load {t.load:.1f})"
+        )
         if s.vacuumed is not None:
             v = s.vacuumed
             print(
-                f"      after {vacuumed(args.store)} ({v.first:.1f} s): "
-                f"OURS {ms(v.ours)} | PLAIN SQL {ms(v.plain)} | ratio {v.ratio:.2f}"
+                f"      after {vacuumed(args.store)} ({s.vacuum_s:.1f} s): "
+                f"OURS {ms(v.ours)} | PLAIN SQL {ms(v.plain)} | ratio {v.ratio:.2f} "
+                f"(load {v.load:.1f})"
             )
     small, large = sizes[0].timing, sizes[-1].timing
     print(
@@ -285,3 +295,4 @@ def report(args: argparse.Namespace, sizes: list[Size]) -> None:
     for s in sizes:
         print(f"   served by the open-entries index at {s.history:,}: {served_by(s.plan)}")
         print(f"   plan at {s.history:,} ({how}):\n{s.plan}")
+    print(f"   part 2 took {took:.0f} s in all")

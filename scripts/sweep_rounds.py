@@ -29,6 +29,9 @@ from runledger.application.bootstrap import Runledger
 
 REPLAYED = ("rl_runs", "rl_resources")
 """The views the candidate query reads: the only ones the replay writes."""
+TOGETHER = 4
+"""Replayed rounds sharing each statement: ~2,000 rows, about what one catch-up page (2,000
+events) writes behind that much work."""
 TAG = "tpl"
 """The recorded round's runs are named ``tpl-<i>``, its entries' refs ``tpl-<i>-<step>-<j>``."""
 
@@ -201,7 +204,7 @@ class Replay:
 
         return renamed
 
-    def send(self, rl: Runledger, rounds: int, first: int, together: int = 4) -> Written:
+    def send(self, rl: Runledger, rounds: int, first: int, together: int = TOGETHER) -> Written:
         """``rounds`` rounds, the oldest first, each a minute after the one before and all of
         them before the recording. ``together`` rounds share each statement (a page holding
         more runs, as a catch-up behind more work reads), in one transaction."""
