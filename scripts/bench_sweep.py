@@ -386,6 +386,13 @@ def main(argv: list[str] | None = None) -> int:
         "ones); the rest replays the projection's upserts of a real round",
     )
     parser.add_argument(
+        "--replay",
+        choices=("fast", "exact"),
+        default="fast",
+        help="part 2: the bulk replays a real round's upserts with only its candidate queries "
+        "among the reads, 4 rounds at a time (fast), or with every read, a round at a time",
+    )
+    parser.add_argument(
         "--vacuum",
         action=argparse.BooleanOptionalAction,
         default=True,
