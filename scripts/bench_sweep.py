@@ -378,6 +378,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="part 1: repetitions")
     parser.add_argument("--small", type=int, default=10_000, help="part 2: smaller history")
     parser.add_argument("--large", type=int, default=300_000, help="part 2: larger history")
+    parser.add_argument(
+        "--real",
+        type=int,
+        default=2_500,
+        help="part 2: entries of each size given back through real work at least (the last "
+        "ones); the rest replays the projection's upserts of a real round",
+    )
+    parser.add_argument(
+        "--replay",
+        choices=("fast", "exact"),
+        default="fast",
+        help="part 2: the bulk replays a real round's upserts with only its candidate queries "
+        "among the reads, 4 rounds at a time (fast), or with every read, a round at a time",
+    )
+    parser.add_argument(
+        "--vacuum",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="part 2: time the query again after a VACUUM at the larger size",
+    )
     parser.add_argument("--open-runs", type=int, default=5, help="part 2: open runs")
     parser.add_argument("--reps", type=int, default=15, help="part 2: timed repetitions")
     parser.add_argument(

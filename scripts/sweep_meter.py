@@ -186,3 +186,50 @@ class RssSampler:
         self.stop.set()
         self.thread.join()
         self.peak = max(self.peak, self.rss())
+
+
+@dataclass
+class Health:
+    """What the store's history left behind in the tables the candidate query reads."""
+
+    autovacuum: str
+    lines: list[str]
+
+
+PG_HEALTH = """SELECT s.relname, s.n_live_tup, s.n_dead_tup, s.n_tup_ins, s.n_tup_upd,
+    s.n_tup_hot_upd, s.last_autovacuum, s.autovacuum_count, s.last_autoanalyze,
+    s.autoanalyze_count, s.last_vacuum, s.last_analyze, pg_relation_size(s.relid) AS heap
+    FROM pg_stat_user_tables s WHERE s.schemaname = %s AND s.relname IN ('rl_resources', 'rl_runs')
+    ORDER BY s.relname"""
+PG_INDEXES = """SELECT i.indexrelname, pg_relation_size(i.indexrelid) AS size
+    FROM pg_stat_user_indexes i WHERE i.schemaname = %s AND i.relname = 'rl_resources'
+    ORDER BY i.indexrelname"""
+SQLITE_PAGES = """SELECT name, COUNT(*) AS pages, SUM(pgsize - unused) * 1.0 / SUM(pgsize)
+    FROM dbstat WHERE name IN ('rl_resources', 'rl_resources_open', 'rl_runs') GROUP BY name
+    ORDER BY name"""
+
+
+def health(engine: str, conn: Any, schema: str) -> Health:
+    """PostgreSQL: live and dead tuples, inserts, updates (HOT or not), sizes, and whether
+    autovacuum or autoanalyze ever ran (the server's counters, which lag a second behind the
+    writers). SQLite: pages and how full they are (dbstat), and free pages."""
+    if engine != "postgres":
+        pages = ", ".join(
+            f"{name} {count:,} ({100 * fill:.0f} % full)"
+            for name, count, fill in conn.execute(SQLITE_PAGES).fetchall()
+        )
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return Health("none (SQLite)", [f"pages: {pages}; free pages in the file {free:,}"])
+    setting = str(conn.execute("SELECT current_setting('autovacuum')").fetchone()[0])
+    lines = []
+    for r in conn.execute(PG_HEALTH, [schema]).fetchall():
+        ran = f"last_autovacuum {r[6] or 'never'} ({r[7]}x), last_autoanalyze {r[8] or 'never'}"
+        manual = f", last_vacuum {r[10] or 'never'}, last_analyze {r[11] or 'never'}"
+        lines.append(
+            f"{r[0]}: n_live_tup {r[1]:,}, n_dead_tup {r[2]:,} (n_tup_ins {r[3]:,}, "
+            f"n_tup_upd {r[4]:,} of which HOT {r[5]:,}), heap {r[12] / 1e6:.1f} MB; "
+            f"{ran} ({r[9]}x){manual}"
+        )
+    sizes = conn.execute(PG_INDEXES, [schema]).fetchall()
+    lines.append("rl_resources indexes: " + ", ".join(f"{n} {s / 1e6:.2f} MB" for n, s in sizes))
+    return Health(setting, lines)
