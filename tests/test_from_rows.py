@@ -87,7 +87,7 @@ def test_a_sweep_over_a_stale_row_claims_the_entry_afresh_and_gives_it_back(
     rl: Runledger, world: PlayWorld, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, [c1, c2] = ended_run(rl, ["c1", "c2"])
-    rows = rl.queries.retryable_entries
+    rows = rl.queries.retryable_pages
 
     def then_someone_claims(*args: Any, **kwargs: Any) -> Any:
         found = rows(*args, **kwargs)
@@ -95,7 +95,7 @@ def test_a_sweep_over_a_stale_row_claims_the_entry_afresh_and_gives_it_back(
         clock.advance(41)  # ... and dies: its claim has expired when the sweep claims
         return found
 
-    monkeypatch.setattr(rl.queries, "retryable_entries", then_someone_claims)
+    monkeypatch.setattr(rl.queries, "retryable_pages", then_someone_claims)
     rl.cleanup.sweep("w1")
     assert [(entry(rl, e).status, entry(rl, e).attempts) for e in (c1, c2)] == [
         ("reverted", 2),
