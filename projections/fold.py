@@ -35,6 +35,7 @@ from runledger.projections.folders import (
 from runledger.projections.lazy import lazy_class, parse_state
 from runledger.projections.stored import Undecodable, require_known
 from runledger.projections.views.base import Row
+from runledger.projections.writer import Writer, writing
 
 ROWS_KEPT = 20_000
 """Rows kept in memory, all views together: more than the aggregates still moving in a busy
@@ -64,19 +65,21 @@ def fold(
         if isinstance(folder, RowFolder):
             for topic in folder.topics:
                 rowed.setdefault(topic, []).append(folder)
-    with paused_gc():
+    with paused_gc(), Writer() as writer:
         for notes in pages(backend, page, upto):
             with blaming(backend):
                 back = written_out(rowed, notes)
                 if back:
+                    writer.wait()  # the rows to read back may be in the write under way
                     with backend.transaction(commit=False) as cursor:
                         for folder, keys in back.items():
                             folder.read_back(backend, cursor, keys)
                 _fold(plans, notes)
-                _write(backend, _spilled(going, ROWS_KEPT), notes[-1][0])
+                writer.put(writing(_write, backend, _spilled(going, ROWS_KEPT), notes[-1][0]))
             progress(len(notes), notes[-1][0])
         with blaming(backend):
-            _write(backend, _spilled(going, 0), upto)
+            writer.put(writing(_write, backend, _spilled(going, 0), upto))
+            writer.wait()
 
 
 def pages(backend: Backend, page: int, upto: int) -> Iterator[list[Note]]:
