@@ -65,7 +65,7 @@ def fold(
         if isinstance(folder, RowFolder):
             for topic in folder.topics:
                 rowed.setdefault(topic, []).append(folder)
-    with paused_gc(), Writer() as writer:
+    with paused_gc(), Writer(aside=backend.writes_aside) as writer:
         for notes in pages(backend, page, upto):
             with blaming(backend):
                 back = written_out(rowed, notes)

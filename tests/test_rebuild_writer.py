@@ -51,3 +51,17 @@ def test_leaving_the_block_waits_for_the_write_under_way() -> None:
         raise RuntimeError("the replay failed while a page was being written")
     assert finished.is_set()
     assert not any(t.name == "rebuild-writer" for t in threading.enumerate())
+
+
+def test_writes_not_set_aside_are_made_at_once_and_raise_at_once() -> None:
+    done: list[str] = []
+
+    def failing() -> None:
+        raise ValueError("the store refused a value")
+
+    with Writer(aside=False) as writer:
+        writer.put(lambda: done.append("first"))
+        assert done == ["first"]
+        with pytest.raises(ValueError, match="refused"):
+            writer.put(failing)
+    assert not any(t.name == "rebuild-writer" for t in threading.enumerate())
