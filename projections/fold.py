@@ -5,7 +5,8 @@ A rebuild starts from empty tables: it keeps the rows it folds in memory, the on
 kept longest, and writes a row out only when it falls out of that bounded set, or at the end.
 A row is then written once, by a plain insert (COPY on PostgreSQL), unless an event moved it
 again after it was written out: then it is read back, and later upserted. Memory is bounded by
-the rows kept, whatever the size of the store.
+the rows kept, whatever the size of the store (on PostgreSQL, plus one page's rows being written
+on a thread of their own while the next page is folded: projections/writer.py).
 
 The quick path, not a second set of rules: the rows move by the views' own apply functions.
 Anything an event is to blame for (a view that cannot apply it, a topic nobody knows, a state
