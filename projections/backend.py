@@ -48,6 +48,8 @@ class Backend(ABC):
     """The driver's errors that a value being written causes (a NUL, a broken constraint)."""
     store_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     """Every error of the driver; those not in event_errors are the store's trouble."""
+    writes_aside: ClassVar[bool] = False
+    """Whether a rebuild writes its pages on a thread of its own (projections/writer.py)."""
 
     def with_suffix(self, suffix: str) -> Backend:
         """The same store, naming a parallel set of tables (a rebuild's shadow)."""

@@ -5,7 +5,8 @@ A rebuild starts from empty tables: it keeps the rows it folds in memory, the on
 kept longest, and writes a row out only when it falls out of that bounded set, or at the end.
 A row is then written once, by a plain insert (COPY on PostgreSQL), unless an event moved it
 again after it was written out: then it is read back, and later upserted. Memory is bounded by
-the rows kept, whatever the size of the store.
+the rows kept, whatever the size of the store (on PostgreSQL, plus one page's rows being written
+on a thread of their own while the next page is folded: projections/writer.py).
 
 The quick path, not a second set of rules: the rows move by the views' own apply functions.
 Anything an event is to blame for (a view that cannot apply it, a topic nobody knows, a state
@@ -20,9 +21,22 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
+
 from runledger.projections.backend import Backend, Note
-from runledger.projections.folders import Folder, RowFolder, Spill, folders, written_out
-from runledger.projections.stored import decode, require_known
+from runledger.projections.folders import (
+    Apply,
+    Folder,
+    LineFolder,
+    RowFolder,
+    Spill,
+    folders,
+    written_out,
+)
+from runledger.projections.lazy import lazy_class, parse_state
+from runledger.projections.stored import Undecodable, require_known
+from runledger.projections.views.base import Row
+from runledger.projections.writer import Writer, writing
 
 ROWS_KEPT = 20_000
 """Rows kept in memory, all views together: more than the aggregates still moving in a busy
@@ -46,26 +60,27 @@ def fold(
     """Replay the store from zero to position ``upto`` into the (empty) tables of ``backend``.
     Raises Blamed when an event is to blame for something, having written part."""
     going = folders(views)
-    reading: dict[str, list[Folder]] = {}
+    plans = Plans(going, transcodings)
     rowed: dict[str, list[RowFolder]] = {}
     for folder in going:
-        for topic in folder.topics:
-            reading.setdefault(topic, []).append(folder)
-            if isinstance(folder, RowFolder):
+        if isinstance(folder, RowFolder):
+            for topic in folder.topics:
                 rowed.setdefault(topic, []).append(folder)
-    with paused_gc():
+    with paused_gc(), Writer(aside=backend.writes_aside) as writer:
         for notes in pages(backend, page, upto):
             with blaming(backend):
                 back = written_out(rowed, notes)
                 if back:
+                    writer.wait()  # the rows to read back may be in the write under way
                     with backend.transaction(commit=False) as cursor:
                         for folder, keys in back.items():
                             folder.read_back(backend, cursor, keys)
-                _fold(transcodings, reading, notes)
-                _write(backend, _spilled(going, ROWS_KEPT), notes[-1][0])
+                _fold(plans, notes)
+                writer.put(writing(_write, backend, _spilled(going, ROWS_KEPT), notes[-1][0]))
             progress(len(notes), notes[-1][0])
         with blaming(backend):
-            _write(backend, _spilled(going, 0), upto)
+            writer.put(writing(_write, backend, _spilled(going, 0), upto))
+            writer.wait()
 
 
 def pages(backend: Backend, page: int, upto: int) -> Iterator[list[Note]]:
@@ -78,17 +93,63 @@ def pages(backend: Backend, page: int, upto: int) -> Iterator[list[Note]]:
         position = notes[-1][0]
 
 
-def _fold(
-    transcodings: dict[str, Any], reading: dict[str, list[Folder]], notes: list[Note]
-) -> None:
-    for note in notes:
-        readers = reading.get(note[3])
-        if readers is None:
-            require_known(note[3])
+Plan = tuple[type[Any], tuple[tuple[dict[str, Row], Apply], ...], tuple[LineFolder, ...]]
+"""For one topic: the class its events are made of, each row view's rows with the function
+that moves them, and the line views."""
+
+
+class Plans(dict[str, Plan | None]):
+    """Each topic's plan, made the first time the topic is met (None: no view reads it)."""
+
+    def __init__(self, going: list[Folder], transcodings: dict[str, Any]) -> None:
+        super().__init__()
+        self.going = going
+        self.transcodings = transcodings
+
+    def __missing__(self, topic: str) -> Plan | None:
+        readers = [f for f in self.going if topic in f.topics]
+        plan: Plan | None = None
+        if readers:
+            cls = lazy_class(topic, self.transcodings)
+            rows = tuple((f.rows, f.applying(cls)) for f in readers if isinstance(f, RowFolder))
+            lines = tuple(f for f in readers if isinstance(f, LineFolder))
+            plan = (cls, rows, lines)
+        else:
+            require_known(topic)
+        self[topic] = plan
+        return plan
+
+
+def _fold(plans: Plans, notes: list[Note]) -> None:
+    """Each event made once (stored.decode's work, inline: this loop runs for every event of
+    the store) and moved through every view that reads it."""
+    loads, make, fill = orjson.loads, object.__new__, object.__setattr__
+    for position, key, version, topic, state in notes:
+        plan = plans[topic]
+        if plan is None:
             continue
-        event = decode(note, transcodings)
-        for folder in readers:
-            folder.fold(note[0], event)
+        cls, rowed, lined = plan
+        try:
+            fields = loads(state)
+        except orjson.JSONDecodeError:
+            fields = _parsed(state)
+        if type(fields) is not dict:
+            raise Undecodable(f"the stored state is a JSON {type(fields).__name__}")
+        fields["originator_id"] = key
+        fields["originator_version"] = version
+        event = make(cls)
+        fill(event, "__dict__", fields)  # event classes are frozen dataclasses
+        for rows, apply in rowed:
+            rows[key] = apply(event, rows.pop(key, None))  # popped and put back: the newest
+        for line in lined:
+            line.fold(position, event)
+
+
+def _parsed(state: bytes) -> Any:
+    try:
+        return parse_state(state)
+    except Exception as error:
+        raise Undecodable(f"{type(error).__name__}") from error
 
 
 def _spilled(going: list[Folder], keep: int) -> list[Spill]:

@@ -11,6 +11,8 @@ from runledger.projections.backend import Backend, Cursor, Note
 from runledger.projections.views.base import Event, Row, RowView, cells
 from runledger.projections.views.run_log import RunLogView
 
+Apply = Callable[[Any, Row | None], Row]
+
 
 @dataclass
 class Spill:
@@ -37,7 +39,6 @@ class RowFolder:
         self.view = view
         self.topics = view.topics()
         self.apply: Any = type(view).apply
-        self.by_class: dict[type[Any], Callable[[Any, Row | None], Row]] = {}
         self.rows: dict[str, Row] = {}
         self.stored: set[str] = set()
         """Kept rows the table holds too: written out, then read back."""
@@ -50,13 +51,10 @@ class RowFolder:
         self.rows.update(found)
         self.stored.update(found)
 
-    def fold(self, position: int, event: Event) -> None:
-        key: str = event.originator_id  # lazy events keep it as text
-        apply = self.by_class.get(event.__class__)
-        if apply is None:  # singledispatch's own lookup, once per class rather than per event
-            apply = self.by_class[event.__class__] = self.apply.dispatch(event.__class__)
-        rows = self.rows
-        rows[key] = apply(event, rows.pop(key, None))  # popped and put back: now the newest
+    def applying(self, cls: type[Any]) -> Apply:
+        """The view's function for events of this class: singledispatch's lookup, done once."""
+        found: Apply = self.apply.dispatch(cls)
+        return found
 
     def spill(self, count: int) -> Spill:
         """The ``count`` rows moved longest ago (dicts keep insertion order), let go."""
@@ -118,12 +116,11 @@ def written_out(
     """The rows this page moves that their folder wrote out before: they are read back before
     the page is folded. A row starts at its aggregate's first event (version 1): if that is in
     the page, the row was never written."""
-    first: dict[str, tuple[int, str]] = {}
-    for _, originator, version, topic, _ in notes:
-        if originator not in first and topic in reading:
-            first[originator] = (version, topic)
+    # Each aggregate's first event this page that some view reads (the earliest one wins,
+    # being written last).
+    first = {note[1]: note for note in reversed(notes) if note[3] in reading}
     wanted: dict[RowFolder, list[str]] = {}
-    for originator, (version, topic) in first.items():
+    for originator, (_, _, version, topic, _) in first.items():
         if version > 1:
             for folder in reading[topic]:
                 if originator not in folder.rows:

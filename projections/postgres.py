@@ -28,6 +28,7 @@ COPY_FROM = 200
 class PostgresBackend(Backend):
     event_errors = (psycopg.DataError, psycopg.IntegrityError, OverflowError)
     store_errors = (psycopg.Error,)
+    writes_aside = True
 
     def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
         self.datastore = datastore

@@ -96,7 +96,11 @@ class SQLiteBackend(Backend):
                 f"FROM {self.events_table} WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 [after, limit],
             )
-            return [(row[0], _dashed(row[1]), row[2], row[3], row[4]) for row in raw.fetchall()]
+            # _dashed, inline: a rebuild reads every event of the store through here.
+            return [
+                (p, f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}", v, t, s)
+                for p, h, v, t, s in raw.fetchall()
+            ]
 
     def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
         with self.transaction(commit=False) as cursor:

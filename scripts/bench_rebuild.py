@@ -4,6 +4,7 @@ events, and its peak memory at two store sizes.
     .venv/bin/python scripts/bench_rebuild.py                       # both stores, ~1-2 minutes
     .venv/bin/python scripts/bench_rebuild.py --store postgres --events 2000000 --repeat 3
     .venv/bin/python scripts/bench_rebuild.py --store sqlite --profile /tmp/rebuild.prof
+    .venv/bin/python scripts/bench_rebuild.py --against /tmp/before/.venv/bin/python
 
 What is timed, for each engine, each in a fresh Python process:
 
@@ -26,6 +27,11 @@ are given back (claimed, one in ten failed once, reverted) ``--lag`` runs later,
 after a run ends, so an entry's events lie far apart in the store. Memory (the child's peak RSS)
 is measured at half the history and at all of it: both sizes hold more rows than a
 rebuild keeps in memory (ROWS_KEPT).
+
+On a shared machine the load moves figures more than most changes do: ``--against`` runs
+another runledger's rebuild (its own interpreter, a venv with it installed) in the same repeats,
+alternating with ours, and prints the ratio of the two. Each rebuild line also gives the CPU time
+of the rebuild's process (on PostgreSQL the server's is not in it).
 
 A script, not a test: it builds a fresh SQLite file under /tmp or a fresh PostgreSQL schema and
 removes it at the end. Run with another runledger's interpreter (its own venv), it measures that
@@ -171,7 +177,7 @@ def child_rebuild(url: str, profile: str | None) -> dict[str, Any]:
     from runledger.application.settings import Settings
     from runledger.projections.rebuild import rebuild
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with bootstrap(Settings(database_url=url), Registry()) as rl:
         if profile:
             import cProfile
@@ -181,10 +187,10 @@ def child_rebuild(url: str, profile: str | None) -> dict[str, Any]:
             profiler.dump_stats(profile)
         else:
             report = rebuild(rl.app, rl.backend)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     # Older runledgers reported no phases: the benchmark also measures what came before them.
     phases = getattr(report, "phases", {})
-    return {"events": report.events, "seconds": seconds, "phases": phases}
+    return {"events": report.events, "seconds": seconds, "cpu": cpu, "phases": phases}
 
 
 def peak_rss_kb() -> int:
@@ -196,9 +202,9 @@ def peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def run_child(kind: str, url: str, *extra: str) -> dict[str, Any]:
+def run_child(kind: str, url: str, *extra: str, python: str | None = None) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, "--child", kind, "--url", url, *extra],
+        [python or sys.executable, __file__, "--child", kind, "--url", url, *extra],
         capture_output=True,
         text=True,
         check=False,
@@ -229,7 +235,9 @@ def rate(found: dict[str, Any]) -> float:
     return float(found["events"] / found["seconds"])
 
 
-def bench(engine: str, events: int, lag: int, repeat: int, profile: str | None) -> None:
+def bench(
+    engine: str, events: int, lag: int, repeat: int, profile: str | None, against: str | None
+) -> None:
     from runledger.application.bootstrap import bootstrap, init_store
     from runledger.application.modules.protocol import Registry
     from runledger.application.settings import Settings
@@ -252,17 +260,25 @@ def bench(engine: str, events: int, lag: int, repeat: int, profile: str | None) 
                 f"{engine}: {total:,} events of history written and projected "
                 f"({time.perf_counter() - started:.0f}s of setup)"
             )
-        pairs = []
+        pairs, theirs = [], []
         for _ in range(repeat):
             raw = run_child("raw", url, *reading)
             ours = run_child("rebuild", url)
             pairs.append((raw, ours))
             print(
                 f"  {engine} raw read {rate(raw):>9,.0f} events/s; rebuild {rate(ours):>8,.0f} "
-                f"events/s ({ours['events']:,} events in {ours['seconds']:.2f}s: "
+                f"events/s ({ours['events']:,} events in {ours['seconds']:.2f}s, "
+                f"{ours['cpu']:.2f}s of CPU here: "
                 + ", ".join(f"{k} {v:.2f}s" for k, v in ours["phases"].items())
                 + f"); {load()}"
             )
+            if against:
+                other = run_child("rebuild", url, python=against)
+                theirs.append(other)
+                print(
+                    f"  {engine} rebuild by {against}: {rate(other):>8,.0f} events/s "
+                    f"({other['seconds']:.2f}s, {other.get('cpu', 0):.2f}s of CPU); {load()}"
+                )
         raw = max((p[0] for p in pairs), key=rate)
         ours = max((p[1] for p in pairs), key=rate)
         print(
@@ -270,6 +286,12 @@ def bench(engine: str, events: int, lag: int, repeat: int, profile: str | None) 
             f"(rebuild {rate(ours):,.0f} events/s end to end, raw read {rate(raw):,.0f} "
             f"events/s; best of {repeat} each); {load()}"
         )
+        if theirs:
+            other = max(theirs, key=rate)
+            print(
+                f"  {engine} ratio rebuild/rebuild by {against} = {rate(ours) / rate(other):.2f} "
+                f"(best of {repeat} each, alternating); {load()}"
+            )
         print(
             f"  {engine} peak RSS ratio at {ours['events']:,} / {small_ours['events']:,} events "
             f"= {ours['rss_kb'] / small_ours['rss_kb']:.2f} (rebuild {mb(small_ours)} -> "
@@ -306,6 +328,11 @@ def main() -> None:
     parser.add_argument("--lag", type=int, default=20, help="runs between a run and its sweep")
     parser.add_argument("--repeat", type=int, default=2, help="alternating runs of each")
     parser.add_argument("--profile", help="also cProfile one rebuild into FILE.<engine>")
+    parser.add_argument(
+        "--against",
+        metavar="PYTHON",
+        help="another runledger's interpreter: its rebuild runs too, alternating with ours",
+    )
     parser.add_argument("--child", choices=["raw", "rebuild"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--table", help=argparse.SUPPRESS)
@@ -322,7 +349,7 @@ def main() -> None:
         return
     print(uptime())
     for engine in ["sqlite", "postgres"] if args.store == "both" else [args.store]:
-        bench(engine, args.events, args.lag, args.repeat, args.profile)
+        bench(engine, args.events, args.lag, args.repeat, args.profile, args.against)
     print(uptime())
 
 

@@ -9,9 +9,9 @@ columns out and reading them back at every event.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import singledispatch
+from operator import itemgetter
 from typing import Any
 
 from runledger.domain.fate import Fate
@@ -57,13 +57,12 @@ def fate_cells(fate: Fate) -> Row:
 FATE_COLUMNS = frozenset(fate_cells(Fate("live")))
 
 
-def _moved(row: Row | None, event: Any, move: Callable[[Fate], Fate]) -> Row:
-    before = require(row, event)
-    return before | {
-        "fate": move(before["fate"]),
-        "updated_at": epoch(event.at),
-        "version": event.originator_version,
-    }
+def _moved(row: Row, event: Any, fate: Fate) -> Row:
+    """The row moved to ``fate`` by ``event``, in place: a row belongs to whoever folds it."""
+    row["fate"] = fate
+    row["updated_at"] = epoch(event.at)
+    row["version"] = event.originator_version
+    return row
 
 
 @apply_resource.register
@@ -90,47 +89,58 @@ def _(event: Resource.Recorded, row: Row | None) -> Row:
 
 @apply_resource.register
 def _(event: Resource.Superseded, row: Row | None) -> Row:
-    return _moved(row, event, Fate.superseded)
+    found = require(row, event)
+    return _moved(found, event, found["fate"].superseded())
 
 
 @apply_resource.register
 def _(event: Resource.RevertClaimed, row: Row | None) -> Row:
-    return _moved(row, event, lambda f: f.claimed(event.attempt, event.worker, event.expires_at))
+    found = require(row, event)
+    fate = found["fate"].claimed(event.attempt, event.worker, event.expires_at)
+    return _moved(found, event, fate)
 
 
 @apply_resource.register
 def _(event: Resource.Reverted, row: Row | None) -> Row:
-    return _moved(row, event, Fate.reverted)
+    found = require(row, event)
+    return _moved(found, event, found["fate"].reverted())
 
 
 @apply_resource.register
 def _(event: Resource.RevertFailed, row: Row | None) -> Row:
-    return _moved(row, event, lambda f: f.failed(event.mode, event.error, event.next_attempt_at))
+    found = require(row, event)
+    fate = found["fate"].failed(event.mode, event.error, event.next_attempt_at)
+    return _moved(found, event, fate)
 
 
 @apply_resource.register
 def _(event: Resource.Drifted, row: Row | None) -> Row:
-    return _moved(row, event, lambda f: f.drifted(event.current, event.error))
+    found = require(row, event)
+    return _moved(found, event, found["fate"].drifted(event.current, event.error))
 
 
 @apply_resource.register
 def _(event: Resource.Orphaned, row: Row | None) -> Row:
-    return _moved(row, event, lambda f: f.orphaned(event.reason))
+    found = require(row, event)
+    return _moved(found, event, found["fate"].orphaned(event.reason))
 
 
 @apply_resource.register
 def _(event: Resource.Expired, row: Row | None) -> Row:
-    return _moved(row, event, Fate.expired)
+    found = require(row, event)
+    return _moved(found, event, found["fate"].expired())
 
 
 @apply_resource.register
 def _(event: Resource.AttemptsReset, row: Row | None) -> Row:
-    return _moved(row, event, Fate.attempts_reset)
+    found = require(row, event)
+    return _moved(found, event, found["fate"].attempts_reset())
 
 
 @apply_resource.register
 def _(event: Resource.Kept, row: Row | None) -> Row:
-    return _moved(row, event, Fate.kept)
+    found = require(row, event)
+    return _moved(found, event, found["fate"].kept())
 
 
 class ResourcesView(RowView):
@@ -175,9 +185,32 @@ class ResourcesView(RowView):
     )
     apply = apply_resource
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.leading = itemgetter(*self.columns[: self.columns.index("status")])
+        """The columns before the fate's, which the row holds as they are stored."""
+
     def revived(self, stored: Row) -> Row:
         kept = {k: v for k, v in stored.items() if k not in FATE_COLUMNS}
         return kept | {"fate": fate_of(stored)}
 
     def stored(self, row: Row) -> list[Any]:
-        return cells(self.in_order(row | fate_cells(row["fate"])))
+        # In column order, read straight from the row and its fate: a rebuild writes a row
+        # for every entry, and merging the two into a dict first was half of this.
+        fate: Fate = row["fate"]
+        return cells(
+            [
+                *self.leading(row),
+                fate.state,
+                fate.attempts,
+                int(fate.terminal),
+                fate.claim_worker,
+                epoch(fate.claim_expires_at),
+                fate.last_error,
+                as_json(fate.drift_current),
+                row["recorded_at"],
+                row["updated_at"],
+                epoch(fate.next_attempt_at),
+                row["version"],
+            ]
+        )
