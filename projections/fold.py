@@ -76,8 +76,8 @@ def fold(
                         for folder, keys in back.items():
                             folder.read_back(backend, cursor, keys)
                 _fold(plans, notes)
-                writer.put(writing(_write, backend, _spilled(going, ROWS_KEPT), notes[-1][0]))
-            progress(len(notes), notes[-1][0])
+                spills = _spilled(going, ROWS_KEPT)
+                writer.put(writing(_write, backend, spills, notes[-1][0], len(notes), progress))
         with blaming(backend):
             writer.put(writing(_write, backend, _spilled(going, 0), upto))
             writer.wait()
@@ -160,8 +160,15 @@ def _spilled(going: list[Folder], keep: int) -> list[Spill]:
     return [f.spill(-(-over * len(f) // kept) if over else 0) for f in going]
 
 
-def _write(backend: Backend, spills: list[Spill], position: int) -> None:
-    """Write out a page's spill, and how far the replay has read.
+def _write(
+    backend: Backend,
+    spills: list[Spill],
+    position: int,
+    count: int = 0,
+    progress: Progress | None = None,
+) -> None:
+    """Write out a page's spill, and how far the replay has read; then say so, so that what
+    progress reports is what the tables hold, even when pages are written aside.
 
     That position is the replay's, not the rows': a rebuild's tables are read by nobody until
     everything is written out, and one that stops midway is dropped by the next."""
@@ -169,6 +176,8 @@ def _write(backend: Backend, spills: list[Spill], position: int) -> None:
         for spill in spills:
             spill.write(backend, cursor)
         cursor.execute(backend.sql("UPDATE {rl_tracking} SET position = %s"), [position])
+    if progress is not None:
+        progress(count, position)
 
 
 @contextmanager
