@@ -174,8 +174,8 @@ class Pass:
             landing.tried = True
             try:
                 self.app.save(*landing.objects())
-            except IntegrityError:
-                pass  # someone else moved an entry while the call was out
+            except IntegrityError:  # someone else moved an entry while the call was out
+                log.debug("run %s: its last verdict lost a race; judged again", landing.run_id)
             else:
                 if judged is not None:
                     summary.add(judged.counts)
