@@ -195,12 +195,8 @@ class Queries:
         """A bounded page of what one pass may work: a sweep's memory does not grow with the
         run (a sweep holds one page per run of its batch), and a group cut at the page's end is
         simply finished by the next pass."""
-        stamp = now.timestamp()
-        params: list[Any] = [str(run_id), max_attempts, stamp, stamp]
-        if overdue_leases_only:
-            params.append(stamp)
-        rows = self._rows(retryable_statement(overdue_leases_only), [*params, limit])
-        return [EntryRow.of(row) for row in rows]
+        pages = self.retryable_pages([(run_id, overdue_leases_only)], now, max_attempts, limit)
+        return [EntryRow.of(row) for row in pages[run_id]]
 
     def retryable_pages(
         self, runs: list[tuple[UUID, bool]], now: datetime, max_attempts: int, limit: int = PAGE

@@ -132,11 +132,7 @@ def instrument(rl: Runledger, meter: Meter) -> Callable[[], None]:
     )
     queries = rl.queries
     # run() answers through runs(): wrapping runs() alone counts each read once.
-    wrapped = [
-        n
-        for n in ("candidate_runs", "runs", "retryable_entries", "retryable_entries_of")
-        if hasattr(queries, n)
-    ]
+    wrapped = [n for n in ("candidate_runs", "runs", "retryable_pages") if hasattr(queries, n)]
     for name in wrapped:
         setattr(queries, name, timed(meter, f"queries.{name}", getattr(queries, name)))
     streams = rl.cleanup.streams

@@ -88,9 +88,7 @@ class Cleanup:
             self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
             max_attempts = self.settings.max_revert_attempts
             rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
-            pages = self.queries.retryable_pages(
-                [(r.run_id, r.status not in TERMINAL) for r in rows.values()], now, max_attempts
-            )
+            pages = self._pages(list(rows.values()), now)
         one = self._pass(worker)
 
         def clean(run_id: UUID) -> Summary:
@@ -166,21 +164,21 @@ class Cleanup:
         """Work one run's retryable entries once, a bounded number of groups, one call at a
         time; answers what was recorded."""
         now = self.clock()
-        found = self._work(self.queries.run(run_id, now, self.settings.max_revert_attempts), now)
+        run = self.queries.run(run_id, now, self.settings.max_revert_attempts)
+        found: Work | None = None
+        if run is not None:
+            found = (run, [EntryRow.of(e) for e in self._pages([run], now)[run_id]])
         one = self._pass(worker)
         summary = one.clean(run_id, found, by, stop)
         one.land()
         return summary
 
-    def _work(self, run: RunRow | None, now: datetime) -> Work | None:
-        """The run's row and the page of its entries a pass may work."""
-        if run is None:
-            return None
-        overdue_only = run.status not in TERMINAL
-        rows = self.queries.retryable_entries(
-            run.run_id, now, self.settings.max_revert_attempts, overdue_leases_only=overdue_only
-        )
-        return run, rows
+    def _pages(self, runs: list[RunRow], now: datetime) -> dict[UUID, list[Any]]:
+        """Each run's page of entries a pass may work, in one read, as rows for EntryRow.of:
+        a running run's overdue leases only, everything retryable of an ended one."""
+        max_attempts = self.settings.max_revert_attempts
+        pages = [(run.run_id, run.status not in TERMINAL) for run in runs]
+        return self.queries.retryable_pages(pages, now, max_attempts)
 
     def _pass(self, worker: str) -> Pass:
         return Pass(
