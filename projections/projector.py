@@ -5,56 +5,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import ApplicationRecorder
 
+from runledger.projections import tracking
 from runledger.projections.backend import Backend, Cursor, Note
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck, Stuck
 from runledger.projections.schema import create_tables
 from runledger.projections.stored import decode, reason, require_known
 from runledger.projections.views.base import Event
-from runledger.projections.views.definitions import DefinitionsView
-from runledger.projections.views.occurrences import OccurrencesView
-from runledger.projections.views.resources import ResourcesView
-from runledger.projections.views.run_log import RunLogView
-from runledger.projections.views.runners import RunnersView
-from runledger.projections.views.runs import RunsView
-from runledger.projections.views.steps import StepsView
-from runledger.projections.views.tokens import TokensView
+from runledger.projections.views.catalog import View, all_views
 
 PAGE = 2_000
 Progress = Callable[[int, int], None]
 """Told (events read in this page, position reached) after every page."""
-
-
-class View(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def table(self) -> str: ...
-
-    def topics(self) -> frozenset[str]: ...
-
-    def process(
-        self, backend: Backend, cursor: Cursor, events: Sequence[tuple[int, Event]]
-    ) -> None: ...
-
-
-def all_views() -> list[View]:
-    return [
-        RunsView(),
-        ResourcesView(),
-        StepsView(),
-        RunLogView(),
-        RunnersView(),
-        TokensView(),
-        DefinitionsView(),
-        OccurrencesView(),
-    ]
 
 
 Peek = tuple[int, list[Note]]
@@ -106,9 +73,7 @@ class Projector:
         create_tables(self.backend, cursor, [v.name for v in self.views])
 
     def positions(self) -> dict[str, int]:
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(self.backend.sql("SELECT name, position FROM {rl_tracking}"))
-            return {row["name"]: int(row["position"]) for row in cursor.fetchall()}
+        return tracking.positions(self.backend)
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Apply everything the store holds now; answers the lowest position reached.
@@ -229,7 +194,7 @@ class Projector:
         A page peeked before the lock is used when the lock finds the views where the peek did:
         the library commits events in position order, so that page has not changed since.
         """
-        positions = self._lock(cursor, views)
+        positions = tracking.lock(self.backend, cursor, [v.name for v in views])
         start = min(positions.values())
         if peeked is not None and peeked[0] == start:
             notes = peeked[1]
@@ -248,7 +213,7 @@ class Projector:
                     raise _PageFailed from error
                 raise
             reached = {v.name: last for v in views}
-        self._track(cursor, reached)
+        tracking.track(self.backend, cursor, reached)
         return len(notes), min(reached.values())
 
     def _apply(
@@ -303,28 +268,3 @@ class Projector:
             else:
                 require_known(note[3])
         return found
-
-    def _track(self, cursor: Cursor, reached: dict[str, int]) -> None:
-        for position in sorted(set(reached.values())):
-            names = [n for n, p in reached.items() if p == position]
-            cursor.execute(
-                self.backend.sql(
-                    "UPDATE {rl_tracking} SET position = %s "
-                    f"WHERE position < %s AND name IN ({self.backend.markers(len(names))})"
-                ),
-                [position, position, *names],
-            )
-
-    def _lock(self, cursor: Cursor, views: list[View]) -> dict[str, int]:
-        """Lock the views' tracking rows one by one in name order. One UPDATE over all of them
-        locks in the order PostgreSQL meets the tuples, which moves as rows are updated: two
-        projectors met the same two rows in opposite orders and deadlocked (CI, four runners)."""
-        names = sorted(v.name for v in views)
-        lock = self.backend.sql("UPDATE {rl_tracking} SET position = position WHERE name = %s")
-        for name in names:
-            cursor.execute(lock, [name])
-        where = f"name IN ({self.backend.markers(len(names))})"
-        cursor.execute(
-            self.backend.sql(f"SELECT name, position FROM {{rl_tracking}} WHERE {where}"), names
-        )
-        return {row["name"]: int(row["position"]) for row in cursor.fetchall()}

@@ -13,8 +13,9 @@ from eventsourcing.application import Application
 
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.fold import Blamed, fold
-from runledger.projections.projector import Progress, Projector, View, all_views
+from runledger.projections.projector import Progress, Projector
 from runledger.projections.schema import create_indexes, create_table
+from runledger.projections.views.catalog import View, all_views
 
 log = logging.getLogger("runledger.rebuild")
 

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from runledger.application.bootstrap import bootstrap
-from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.api_support import bearer

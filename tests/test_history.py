@@ -35,8 +35,8 @@ from runledger.domain.resource import LEASE_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.step import Step
 from runledger.projections.postgres import PostgresBackend
-from runledger.projections.projector import all_views
 from runledger.projections.rebuild import rebuild
+from runledger.projections.views.catalog import all_views
 from tests.by_hand import keep
 from tests.game import START, Clock
 from tests.playing import BUILD, SPAWN, ZONE, PlayWorld, answering, made, makes, play, start

@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli.console import show_runs
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow, RunRow

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
-from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli.console import console, show_runs
 from runledger.application.cli.demo_specs import DUEL, FESTIVAL, MARKET, PARADE
 from runledger.application.cli.display import safe_text

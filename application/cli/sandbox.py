@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from runledger.application.builtin_modules.sandbox.module import KNOBS as KNOB_NAMES
-from runledger.application.builtin_modules.sandbox.module import SandboxWorld
+from runledger.application.builtin_modules.sandbox.world import KNOBS as KNOB_NAMES
+from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli.answers import Changed, Thing, World, print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_repr, safe_text
