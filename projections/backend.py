@@ -61,6 +61,13 @@ class Backend(ABC):
     def transaction(self, *, commit: bool) -> AbstractContextManager[Cursor]:
         """A transaction on the ledger's own store; commits on success when asked to."""
 
+    def select(self, statement: str, params: Sequence[Any], *, by_index: bool = False) -> list[Any]:
+        """The rows of one read in a transaction of its own. ``by_index`` asks for a plan that
+        reads a partial index entry by entry (see PostgresBackend)."""
+        with self.transaction(commit=False) as cursor:
+            cursor.execute(statement, params)
+            return list(cursor.fetchall())
+
     @abstractmethod
     def placeholder(self) -> str:
         """This engine's parameter marker."""

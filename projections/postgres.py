@@ -40,6 +40,21 @@ class PostgresBackend(Backend):
         with self.datastore.transaction(commit=commit) as cursor:
             yield cursor
 
+    def select(self, statement: str, params: Sequence[Any], *, by_index: bool = False) -> list[Any]:
+        """With ``by_index``, no bitmap scan. A bitmap scan never marks the index entries of
+        dead rows, so with autovacuum off or behind, each read of a partial index meets every
+        row updated out of it since the last VACUUM (43 ms at 300,000 entries given back); a
+        plain index scan marks them as it meets them, and the next reads skip them. The setting
+        goes in the same round trip as the read, and ends with its transaction."""
+        if not by_index:
+            return super().select(statement, params)
+        with self.transaction(commit=False) as cursor:
+            connection: Any = cursor.connection  # type: ignore[attr-defined]
+            with connection.pipeline():
+                cursor.execute("SET LOCAL enable_bitmapscan = off")
+                cursor.execute(statement, params)
+            return list(cursor.fetchall())
+
     def read_only(self, error: BaseException) -> bool:
         found = driver_error(error)
         return isinstance(found, psycopg.Error) and found.sqlstate == "25006"

@@ -121,12 +121,10 @@ class Queries:
         finally:
             self._caught_up.held = False
 
-    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
+    def _rows(self, statement: str, params: list[Any], *, by_index: bool = False) -> list[Any]:
         if not getattr(self._caught_up, "held", False):
             self.fresh()
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(self.backend.sql(statement), params)
-            return list(cursor.fetchall())
+        return self.backend.select(self.backend.sql(statement), params, by_index=by_index)
 
     def run(self, run_id: UUID, now: datetime, max_attempts: int) -> RunRow | None:
         found = self.runs([run_id], now, max_attempts)
@@ -180,7 +178,7 @@ class Queries:
         and running runs holding a lease past its ``until``, the longest waiting first. Served by
         the open-entries index."""
         stamp = now.timestamp()
-        rows = self._rows(CANDIDATES, [stamp, max_attempts, stamp, stamp, limit])
+        rows = self._rows(CANDIDATES, [stamp, max_attempts, stamp, stamp, limit], by_index=True)
         return [UUID(row["run_id"]) for row in rows]
 
     def retryable_entries(

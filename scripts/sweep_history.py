@@ -67,6 +67,7 @@ def capture_candidate_sql(rl: Runledger) -> tuple[str, list[Any]]:
 def explain(store: Store, statement: str, params: list[Any]) -> str:
     with store.raw() as conn:
         if store.engine == "postgres":
+            conn.execute("SET LOCAL enable_bitmapscan = off")  # as candidate_runs reads
             rows = conn.execute(f"EXPLAIN ANALYZE {statement}", params).fetchall()
             return "\n".join(f"      {r[0]}" for r in rows)
         rows = conn.execute(f"EXPLAIN QUERY PLAN {statement}", params).fetchall()
@@ -112,7 +113,8 @@ def time_candidates(rl: Runledger, sql: Sql, reps: int) -> Timing:
 
     def plain() -> list[str]:
         return [
-            str(r["run_id"]) for r in sql.read(CANDIDATES, [stamp, attempts, stamp, stamp, limit])
+            str(r["run_id"])
+            for r in sql.read(CANDIDATES, [stamp, attempts, stamp, stamp, limit], by_index=True)
         ]
 
     def timed(query: Callable[[], list[str]], into: list[float]) -> list[str]:

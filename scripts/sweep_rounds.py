@@ -54,7 +54,11 @@ class Read:
 
     statement: str
     params: list[Any]
+    by_index: bool = False
+    """Sent after ``SET LOCAL enable_bitmapscan = off`` (projections/postgres.py), as again."""
 
+
+BY_INDEX = "SET LOCAL enable_bitmapscan = off"
 
 Sent = tuple[int, Upsert | Read]
 """A statement and the number of the transaction it was sent in."""
@@ -100,10 +104,12 @@ class Spy:
 
     def __init__(self, cursor: Any, txn: int, seen: Callable[[int, Upsert | Read], None]):
         self.cursor, self.txn, self.seen = cursor, txn, seen
+        self.by_index = False
 
     def execute(self, statement: Any, params: Any = None) -> Any:
         if reads_replayed(statement):
-            self.seen(self.txn, Read(statement, list(params or [])))
+            self.seen(self.txn, Read(statement, list(params or []), self.by_index))
+        self.by_index = statement == BY_INDEX
         if params is None:
             return self.cursor.execute(statement)
         return self.cursor.execute(statement, params)
@@ -284,6 +290,8 @@ class Replay:
                 with backend.transaction(commit=writes) as cursor:
                     for item, plans in group:
                         if isinstance(item, Read):
+                            if item.by_index:
+                                cursor.execute(BY_INDEX)
                             cursor.execute(item.statement, names[-1](item.params, plans[0]))
                             cursor.fetchall()
                             written.reads += 1

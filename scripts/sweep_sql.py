@@ -86,8 +86,15 @@ class Sql:
     def marks(self, count: int) -> str:
         return ", ".join(["%s" if self.engine == "postgres" else "?"] * count)
 
-    def read(self, statement: str, params: list[Any]) -> list[Any]:
-        return list(self.conn.execute(self.render(statement), params).fetchall())
+    def read(self, statement: str, params: list[Any], *, by_index: bool = False) -> list[Any]:
+        """One read; ``by_index`` as runledger's backends take it: on PostgreSQL no bitmap scan,
+        set in the same round trip (projections/postgres.py says why)."""
+        if not (by_index and self.engine == "postgres"):
+            return list(self.conn.execute(self.render(statement), params).fetchall())
+        with self.conn.pipeline(), self.conn.transaction():
+            self.conn.execute("SET LOCAL enable_bitmapscan = off")
+            cursor = self.conn.execute(self.render(statement), params)
+        return list(cursor.fetchall())
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Any]:
@@ -167,7 +174,9 @@ class PlainSweep:
     def sweep(self) -> int:
         now = self.clock()
         stamp = now.timestamp()
-        found = self.sql.read(CANDIDATES, [stamp, self.max_attempts, stamp, stamp, self.run_batch])
+        found = self.sql.read(
+            CANDIDATES, [stamp, self.max_attempts, stamp, stamp, self.run_batch], by_index=True
+        )
         candidates = [row["run_id"] for row in found]
         random.shuffle(candidates)
         if not candidates:
