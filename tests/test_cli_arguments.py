@@ -4,6 +4,7 @@ never a traceback, and every other run still lists. The walk counts tracebacks (
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -123,8 +124,11 @@ def test_an_interval_or_a_port_no_process_can_keep_is_a_usage_error_before_anyth
     # A store that cannot open: a value let through would end in exit 1, not in a runner that
     # ticks without rest (a negative interval) or a traceback (nan).
     monkeypatch.setenv("RUNLEDGER_DATABASE_URL", f"sqlite:///{tmp_path}/no/such/dir/x.sqlite3")
+    handlers = list(logging.getLogger().handlers)
     code = run(args)
     said = capsys.readouterr()
     assert code == exits.USAGE, said.out + said.err
     assert said.out.startswith(f"runledger: {args[1]}"), said.out
     assert "Traceback" not in said.out + said.err
+    # Refused before the process set up its logging: nothing of it outlives this command.
+    assert logging.getLogger().handlers == handlers

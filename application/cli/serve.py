@@ -49,9 +49,9 @@ def serve(
 ) -> None:
     """Serve the console at / and the admin HTTP API under /admin (and tick as a runner) until
     SIGTERM or Ctrl-C."""
-    configure_logging()
     guarded(lambda: None if 0 < port < 65536 else _bad_port(port))
     guarded(lambda: interval_s("--interval", interval))
+    configure_logging()
     listening = guarded(lambda: listen(host, port))
     settings, where = prepared() if demo else (guarded(Settings.from_env), "")
     with guarded(lambda: bootstrap(settings)) as rl:
