@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -81,11 +82,13 @@ def say(event: str, **fields: Any) -> None:
 
 
 class JsonLines(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, and the line's fields."""
+    """One JSON object per line: time (UTC, to the millisecond), level, logger, message, and the
+    line's fields."""
 
     def format(self, record: logging.LogRecord) -> str:
+        at = datetime.fromtimestamp(record.created, UTC)
         line: dict[str, Any] = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "time": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "level": record.levelname.lower(),
             "logger": record.name,
         }

@@ -102,6 +102,7 @@ def test_a_plan_is_stale_once_another_run_ends_in_its_selection(
 ) -> None:
     outage(api, shard, clock, 1)
     found = plan(api, INCOMPLETE)
+    assert_refused(api, shard, INCOMPLETE, "0" * 32)  # a plan nobody made
     outage(api, shard, clock, 1, name="late")
     assert_refused(api, shard, INCOMPLETE, found["fingerprint"])
 
@@ -119,12 +120,15 @@ def test_a_plan_is_stale_once_a_planned_entry_has_changed(
 
 
 def assert_refused(api: Api, shard: Shard, where: dict[str, Any], fingerprint: str) -> None:
-    """A stale plan: 409 with one sentence, and nothing asked of the shard or written."""
+    """A stale plan: 409 with one sentence saying how many runs the selection now has, and
+    nothing asked of the shard or written."""
     shard.revert_answer = None
+    runs = len(plan(api, where)["runs"])
     asked, before = len(shard.reverts), written(api.rl)
     answer = api.post(APPLY, "operator", json={"where": where, "fingerprint": fingerprint})
     assert answer.status_code == 409, answer.text
     assert "stale" in answer.json()["detail"]
+    assert f"({runs} run{'' if runs == 1 else 's'})" in answer.json()["detail"]
     assert (len(shard.reverts), written(api.rl)) == (asked, before)
 
 

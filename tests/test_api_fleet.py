@@ -26,6 +26,8 @@ from tests.api_support import (
     shard_run,
     tick,
 )
+from tests.playing import PlayWorld
+from tests.test_projection_stuck import stuck_store
 
 
 @pytest.fixture
@@ -113,6 +115,23 @@ def test_health_and_readiness_need_no_token(api: Api) -> None:
     assert ready.status_code == 200, ready.text
     assert ready.json()["ready"] is True
     assert [c["name"] for c in ready.json()["checks"]] == ["store", "projections"]
+
+
+def test_a_stuck_projection_makes_the_process_not_ready_saying_where(
+    world: PlayWorld, api: Api
+) -> None:
+    """(``world`` first: its actions are registered before the app's runledger is built.)"""
+    _, position, _, _ = stuck_store(api.rl)
+    ready = api.get("/readyz", None)
+    assert ready.status_code == 503, ready.text
+    checks = {c["name"]: c for c in ready.json()["checks"]}
+    assert (ready.json()["ready"], checks["store"]["ok"], checks["projections"]["ok"]) == (
+        False,
+        True,
+        False,
+    )
+    assert f"cannot apply the event at position {position}" in checks["projections"]["detail"]
+    assert api.get("/healthz", None).status_code == 200  # up, only not ready
 
 
 def test_metrics_count_runs_and_unresolved_entries_in_prometheus_text(

@@ -1,6 +1,6 @@
-"""schemathesis against the OpenAPI document the app serves, as an admin, on an SQLite file:
-valid and invalid requests for every operation; zero 5xx answers, and every answer one the
-document describes (status, content type, schema). Bounded to fit CI: a few examples each.
+"""schemathesis against the OpenAPI document the app serves, as an admin, on an SQLite file and
+on PostgreSQL: valid and invalid requests for every operation; zero 5xx answers, and every answer
+one the document describes (status, content type, schema). Bounded to fit CI: a few examples each.
 
 The operations are walked here, with hypothesis, rather than through schemathesis's pytest
 plugin (``schema.parametrize()``): schemathesis 4.32 reads ``request.node._nodeid``, which
@@ -10,7 +10,6 @@ pytest 9.2 no longer has.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from runledger.application.api.app import create_app
-from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.api_support import Shard, bearer, shard_run, tick
@@ -49,13 +48,12 @@ Fuzzed = tuple[schemathesis.BaseSchema, dict[str, str]]
 
 
 @pytest.fixture
-def fuzzed(tmp_path: Path) -> Iterator[Fuzzed]:
+def fuzzed(store_url: str) -> Iterator[Fuzzed]:
     """The served document of an app over a store with a few runs in it, and an admin's token."""
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
-    init_store(Settings.model_validate({"database_url": url}))
     registry = Registry()
     Shard(revert_answer={"ok": False, "error": "the shard is down"}).install(registry)
-    with bootstrap(Settings.model_validate({"database_url": url, **NO_BACKOFF}), registry) as rl:
+    settings = Settings.model_validate({"database_url": store_url, **NO_BACKOFF})
+    with bootstrap(settings, registry) as rl:
         for advance in ("auto", "manual"):
             rl.runs.start(shard_run(2, advance=advance), by="fuzz")
         tick(rl, 2)

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 
+from runledger.application.cli.app import app
 from runledger.application.cli.demo_specs import FESTIVAL, PARADE
 from tests.forked_cli import ForkedCli
 
@@ -209,3 +211,18 @@ def test_init_then_runs_on_an_empty_store(cli: Cli, tmp_path: Path) -> None:
     assert listed.returncode == 0 and "No runs yet." in listed.stdout
     missing = cli("log", str(uuid.uuid4()), cwd=tmp_path)
     assert missing.returncode == 1 and "no run" in missing.stdout
+
+
+def test_every_command_is_listed_in_whole_sentences_not_cut_where_its_source_wrapped() -> None:
+    cut = []
+
+    def walk(command: Any, path: str) -> None:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                walk(sub, f"{path} {name}".strip())
+        listed = (command.short_help or command.help or "").split("\n\n")[0]
+        if "\n" in listed:
+            cut.append(path)
+
+    walk(typer.main.get_command(app), "")
+    assert cut == []

@@ -4,6 +4,7 @@ never a traceback, and every other run still lists. The walk counts tracebacks (
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,6 +12,8 @@ from queue import Queue
 
 import pytest
 
+from runledger.application.cli import exits
+from runledger.application.cli.app import run
 from tests.forked_cli import ForkedCli
 from tests.test_cli import run_cli
 
@@ -98,3 +101,34 @@ def test_hostile_arguments_to_every_command_never_end_in_a_traceback(
     assert not_utf8 == [], "printed bytes a terminal cannot decode"
     listed = run_cli("runs", cwd=tmp_path, env=env)
     assert listed.returncode == 0 and "kept safe" in listed.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["runner", "--interval", "nan"],
+        ["runner", "--interval", "-5"],
+        ["runner", "--interval", "0"],
+        ["runner", "--interval", "inf"],
+        ["serve", "--interval", "nan"],
+        ["serve", "--interval", "-1"],
+        ["serve", "--port", "70000"],
+    ],
+)
+def test_an_interval_or_a_port_no_process_can_keep_is_a_usage_error_before_anything_starts(
+    args: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A store that cannot open: a value let through would end in exit 1, not in a runner that
+    # ticks without rest (a negative interval) or a traceback (nan).
+    monkeypatch.setenv("RUNLEDGER_DATABASE_URL", f"sqlite:///{tmp_path}/no/such/dir/x.sqlite3")
+    handlers = list(logging.getLogger().handlers)
+    code = run(args)
+    said = capsys.readouterr()
+    assert code == exits.USAGE, said.out + said.err
+    assert said.out.startswith(f"runledger: {args[1]}"), said.out
+    assert "Traceback" not in said.out + said.err
+    # Refused before the process set up its logging: nothing of it outlives this command.
+    assert logging.getLogger().handlers == handlers

@@ -3,10 +3,12 @@ what `--help` says of exit codes and the environment, and the one exit every com
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
-from typing import Annotated, NoReturn
+from collections.abc import Callable
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -68,11 +70,21 @@ COMMANDS = (
 MAY_BE_INCOMPLETE = (runs.log, cleanup.cleanup)
 """The commands that exit 3 when a run's cleanup is left incomplete."""
 
+
+def _summary(command: Callable[..., Any] | None) -> str | None:
+    """The docstring's first paragraph on one line: Typer lists a command with the line breaks
+    of its docstring kept, which cuts a sentence wherever the source wrapped it."""
+    said = inspect.getdoc(command) if command is not None else None
+    return " ".join(said.split("\n\n")[0].split()) if said else None
+
+
 for command in COMMANDS:
-    app.command(epilog=exits.epilog(incomplete=command in MAY_BE_INCOMPLETE))(command)
+    incomplete = command in MAY_BE_INCOMPLETE
+    app.command(epilog=exits.epilog(incomplete=incomplete), short_help=_summary(command))(command)
 for group in (sandbox.app, tokens.app, definitions.app):
     for info in group.registered_commands:
         info.epilog = exits.epilog()
+        info.short_help = info.short_help or _summary(info.callback)
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tokens.app, name="token")
 app.add_typer(definitions.app, name="def")

@@ -3,6 +3,7 @@ every command takes. A value refused here is a usage error (exit code 2)."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -38,6 +39,20 @@ def within(option: str, value: int, most: int) -> int:
     if not 1 <= value <= most:
         raise Usage(f"{option} must be between 1 and {most:,}; {value} was asked for")
     return value
+
+
+MAX_INTERVAL_S = 3_600.0
+
+
+def interval_s(option: str, seconds: float) -> float:
+    """Seconds between ticks: finite, more than 0 (0 or less would tick without rest, hammering
+    the store) and at most an hour; or Usage naming the option."""
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_INTERVAL_S):
+        raise Usage(
+            f"{option} must be more than 0 and at most {MAX_INTERVAL_S:g} seconds; "
+            f"{seconds:g} was asked for"
+        )
+    return seconds
 
 
 def typed(option: str, text: str | None) -> str | None:

@@ -17,7 +17,7 @@ from runledger.application.cli.answers import Advance, Tick, print_json
 from runledger.application.cli.console import cleanup_words, console, counted
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson
+from runledger.application.cli.options import AsJson, interval_s
 from runledger.application.services.runs import AdvanceReport
 from runledger.application.telemetry import configure_logging
 
@@ -63,6 +63,7 @@ def runner(
     worker: Annotated[str, typer.Option(help="this runner's name")] = "",
 ) -> None:
     """Tick until stopped. SIGTERM or Ctrl-C finishes the call in flight and claims nothing new."""
+    guarded(lambda: interval_s("--interval", interval))
     configure_logging()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

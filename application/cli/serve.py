@@ -17,7 +17,8 @@ from runledger.application.api.app import create_app
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli.demo import prepared, run_demo
 from runledger.application.cli.display import safe_text
-from runledger.application.cli.errors import OPERATOR_ERRORS, guarded
+from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, guarded
+from runledger.application.cli.options import interval_s
 from runledger.application.cli.runner import default_worker
 from runledger.application.errors import BadRequest
 from runledger.application.settings import Settings
@@ -48,8 +49,9 @@ def serve(
 ) -> None:
     """Serve the console at / and the admin HTTP API under /admin (and tick as a runner) until
     SIGTERM or Ctrl-C."""
-    configure_logging()
     guarded(lambda: None if 0 < port < 65536 else _bad_port(port))
+    guarded(lambda: interval_s("--interval", interval))
+    configure_logging()
     listening = guarded(lambda: listen(host, port))
     settings, where = prepared() if demo else (guarded(Settings.from_env), "")
     with guarded(lambda: bootstrap(settings)) as rl:
@@ -156,4 +158,4 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def _bad_port(port: int) -> None:
-    raise BadRequest(f"--port: {port} is not a port (1-65535)")
+    raise Usage(f"--port: {port} is not a port (1-65535)")

@@ -105,8 +105,13 @@ class Bulk:
         ``by``'s name. Refused when the selection has changed since the plan was made."""
         plan = self.plan(where)
         if plan.fingerprint != expected:
+            runs = f"{len(plan.runs)} run{'' if len(plan.runs) == 1 else 's'}"
             raise Conflict(
-                f"the plan {expected[:12]}… is stale: the selection is now "
-                f"{plan.fingerprint[:12]}… ({len(plan.runs)} runs); make a new plan and read it"
+                f"the plan {_short(expected)} is stale: the selection is now "
+                f"{_short(plan.fingerprint)} ({runs}); make a new plan and read it"
             )
         return {r.run_id: self.cleanup.manual_cleanup(r.run_id, by) for r in plan.runs}
+
+
+def _short(fingerprint: str) -> str:
+    return fingerprint if len(fingerprint) <= 12 else f"{fingerprint[:12]}…"

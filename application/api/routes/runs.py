@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Body, Query
@@ -13,6 +13,7 @@ from runledger.application.api.deps import Operator, Rl, Viewer, Writes
 from runledger.application.api.schemas import history, runs
 from runledger.application.api.schemas.common import MAX_INT, StoredText
 from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
+from runledger.application.api.schemas.specs import Spec
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
 from runledger.projections.pages import RunFilter
@@ -41,7 +42,7 @@ def start_run(
     rl: Rl,
     writes: Writes,
     actor: Operator,
-    spec: Annotated[dict[str, Any], Body(description="the run's spec, as `runledger start` reads")],
+    spec: Annotated[Spec, Body(description="the run's spec, as `runledger start` reads it")],
 ) -> runs.RunDetail:
     with writes:
         run_id = rl.runs.start(spec, by=actor.name)

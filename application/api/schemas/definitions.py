@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import AliasChoices, AwareDatetime, ConfigDict, Field
 
 from runledger.application.api.schemas.common import Answer, Ask, StoredText
+from runledger.application.api.schemas.specs import Spec
 from runledger.domain.occurrence import OccurrenceState
 
 SPEC = "a run's spec, as `runledger start` reads it"
@@ -27,11 +28,11 @@ class NewDefinition(Ask):
         max_length=64,
         description="unique; a letter or digit, then letters, digits, '_', '.' or '-'",
     )
-    spec: dict[str, Any] = Field(description=SPEC)
+    spec: Spec = Field(description=SPEC)
 
 
 class Draft(Ask):
-    spec: dict[str, Any] = Field(description=SPEC)
+    spec: Spec = Field(description=SPEC)
 
 
 class NewOccurrence(Ask):
