@@ -39,6 +39,7 @@ NEEDS: dict[tuple[str, str], str | None] = {
     ("GET", "/admin/entries/{entry_id}"): VIEWER,
     ("GET", "/admin/entries/{entry_id}/history"): VIEWER,
     ("GET", "/admin/modules"): VIEWER,
+    ("POST", "/admin/modules/{name}/reconcile"): ADMIN,
     ("GET", "/admin/runners"): VIEWER,
     ("GET", "/admin/projections"): VIEWER,
     ("GET", "/admin/me"): VIEWER,

@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from runledger.application.bootstrap import bootstrap
+from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.settings import Settings
 from tests.api_support import (
     PEOPLE,
@@ -26,6 +27,7 @@ from tests.api_support import (
     shard_run,
     tick,
 )
+from tests.game import phase, spec, step
 from tests.playing import PlayWorld
 from tests.test_projection_stuck import stuck_store
 
@@ -53,6 +55,48 @@ def test_modules_say_their_status_actions_and_leases(sandboxed: Api) -> None:
     assert (sandbox["name"], sandbox["status"], sandbox["reason"]) == ("sandbox", "loaded", None)
     assert sandbox["actions"] == ["sandbox.spawn", "sandbox.zone"]
     assert sandbox["leases"] == ["sandbox.spawn_rate", "sandbox.weather"]
+
+
+def test_an_admin_asks_a_module_what_is_still_there_and_is_named_on_what_it_settles(
+    sandboxed: Api, tmp_path: Path
+) -> None:
+    body = spec(phase("p1", step("spawn", "sandbox.spawn", count=2), advance="manual"))
+    run = sandboxed.start(body)
+    tick(sandboxed.rl)
+    world = SandboxWorld(tmp_path / "sandbox.sqlite3")
+    made = sorted(world.things())
+    assert len(made) == 2
+    world.vanish(made[0])  # gone from the world without a word to core
+
+    path = "/admin/modules/sandbox/reconcile"
+    assert sandboxed.post(path, "operator").status_code == 403
+    answer = sandboxed.post(path, "admin")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {
+        "module": "sandbox",
+        "asked": 2,
+        "in_force": 1,
+        "orphaned": 1,
+        "expired": 0,
+        "unanswered": 0,
+    }
+    groups = sandboxed.run(run)["entries"]
+    entries = {e["ref"]: e["state"] for g in groups for e in g["entries"] if e["kind"] != "@step"}
+    assert entries == {made[0]: "orphaned", made[1]: "live"}
+    log = sandboxed.get(f"/admin/events/runs/{run}/log", "viewer").json()["lines"]
+    [orphaned] = [line for line in log if line["kind"] == "resource.orphaned"]
+    assert orphaned["detail"]["asked_by"] == PEOPLE["admin"]
+
+    again = sandboxed.post(path, "admin").json()
+    assert (again["asked"], again["orphaned"]) == (1, 0)
+
+
+def test_asking_a_module_not_loaded_here_is_404_naming_it(sandboxed: Api) -> None:
+    for name in ("shard", "nul%00name", "%3Cb%3Ex"):
+        answer = sandboxed.post(f"/admin/modules/{name}/reconcile", "admin")
+        assert answer.status_code == 404, answer.text
+        assert "is loaded in this process" in answer.json()["detail"]
+    assert sandboxed.post("/admin/modules/sandbox/reconcile", None).status_code == 401
 
 
 def test_runners_are_listed_from_their_records(api: Api) -> None:

@@ -43,6 +43,7 @@ def commands(run: str, value: str) -> list[list[str]]:
         ["sandbox", "set", value, value],
         ["sandbox", "vanish", value],
         ["sandbox", "fault", value, value, value],
+        ["reconcile", value, "--by", value],
     ]
 
 

@@ -220,6 +220,24 @@ def test_token_and_sandbox_commands_print_json(cli: Cli) -> None:
     assert "unknown fault 'explode'" in refused.out
 
 
+def test_reconcile_asks_the_module_in_the_asker_s_name(cli: Cli, tmp_path: Path) -> None:
+    run_id = start(cli, tmp_path, spec("held", advance="manual"))
+    cli("tick")
+    things = parsed(answers.World, cli("sandbox", "show", "--json")).things
+    gone = things[0].ref
+    cli("sandbox", "vanish", gone)
+    said = cli("reconcile", "sandbox", "--by", "ops").out
+    assert "asked about 2, 1 in force, 1 orphaned, 0 expired" in said
+    again = parsed(fleet.Reconciled, cli("reconcile", "sandbox", "--by", "ops", "--json"))
+    assert (again.asked, again.in_force, again.orphaned) == (1, 1, 0)
+    log = cli("log", str(run_id)).out
+    assert "resource.orphaned" in log and "asked_by=ops" in log
+    missing = cli("reconcile", "nowhere", "--by", "ops", code=exits.FAILED).out
+    assert "no module named 'nowhere' is loaded" in missing
+    refused = cli("reconcile", "sandbox", "--by", " ", code=exits.FAILED)
+    assert "by: must not be empty" in refused.out
+
+
 def test_exit_codes_say_success_failure_usage_and_cleanup_incomplete(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -53,6 +53,7 @@ COMMANDS = (
     runs.runs,
     runs.log,
     modules.modules,
+    modules.reconcile,
     acting.start,
     runner.tick,
     runner.runner,

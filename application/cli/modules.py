@@ -1,13 +1,18 @@
-"""`runledger modules`: every module folder and what loading it came to."""
+"""`runledger modules`: every module folder and what loading it came to; `runledger reconcile`:
+asking one what is still there."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api import reading
+from runledger.application.api.schemas import fleet
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
@@ -43,3 +48,23 @@ def _row(m: ModuleStatus) -> tuple[str | Text, ...]:
 
 def _listed(values: list[str]) -> str:
     return safe_text(", ".join(safe_text(v) for v in values))
+
+
+def reconcile(
+    module: Annotated[str, typer.Argument(help="a module this runledger loads")],
+    by: Annotated[str, typer.Option(help="who asks (named on what it settles)")],
+    as_json: AsJson = False,
+) -> None:
+    """Ask a module which of its live entries are still in force, as it does itself after a
+    reconnect: what it no longer holds is orphaned (expired, if past its until) in your name."""
+    with guarded(bootstrap) as rl:
+        summary = guarded(lambda: rl.reconciler.asked_by_person(module, by))
+    answer = fleet.Reconciled(module=module, **asdict(summary))
+    if as_json:
+        print_json(answer)
+        return
+    console.print(
+        f"{safe_text(module)}: asked about {answer.asked}, {answer.in_force} in force, "
+        f"{answer.orphaned} orphaned, {answer.expired} expired, "
+        f"{answer.unanswered} it could not answer for"
+    )

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from itertools import groupby
 from typing import Any
 
+from runledger.application.errors import NotFound
 from runledger.application.modules.answers import parse_reconcile
 from runledger.application.modules.deadline import call_with_deadline
 from runledger.application.modules.protocol import Registry
@@ -15,7 +16,8 @@ from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import MAX_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
 from runledger.domain.runlog import LogEntry
-from runledger.domain.values import text_problem
+from runledger.domain.text import safe_text
+from runledger.domain.values import check_text, text_problem
 from runledger.projections.queries import Queries
 from runledger.projections.rows import EntryRow
 
@@ -76,7 +78,16 @@ class Reconciler:
         changed = save_with_retry(self.app, decide)
         return {"expired": changed // 2}
 
-    def reconcile_module(self, owner: str) -> ReconcileSummary:
+    def asked_by_person(self, owner: str, by: str) -> ReconcileSummary:
+        """An admin's ask (the API, the CLI) of a module this process loaded, named on each
+        line it writes; NotFound when no action here belongs to ``owner``."""
+        check_text(by, "by", limit=MAX_REF, empty=False)
+        if not any(a.module == owner for a in self.registry.actions.values()):
+            raise NotFound(f"no module named {safe_text(owner, 100)!r} is loaded in this process")
+        return self.reconcile_module(owner, asked_by=by)
+
+    def reconcile_module(self, owner: str, asked_by: str | None = None) -> ReconcileSummary:
+        """Ask ``owner`` which of its live entries are still in force; settle the rest."""
         summary = ReconcileSummary()
         rows = self.queries.live_named_entries(owner)
 
@@ -84,7 +95,7 @@ class Reconciler:
             return (row.step, row.idempotency_key, row.action or "")
 
         for _, members in groupby(sorted(rows, key=key), key=key):
-            self._reconcile_group(owner, list(members), summary)
+            self._reconcile_group(owner, list(members), summary, asked_by)
         return summary
 
     def reconcile_all(self) -> dict[str, ReconcileSummary]:
@@ -97,7 +108,9 @@ class Reconciler:
                 log.exception("reconcile of module %s failed", owner)
         return found
 
-    def _reconcile_group(self, owner: str, rows: list[EntryRow], summary: ReconcileSummary) -> None:
+    def _reconcile_group(
+        self, owner: str, rows: list[EntryRow], summary: ReconcileSummary, asked_by: str | None
+    ) -> None:
         head = rows[0]
         action = self.registry.action(head.action)
         if action is None or action.reconcile is None or action.module != owner:
@@ -129,9 +142,9 @@ class Reconciler:
                 past_until = entry.until is not None and entry.until <= now
                 outcome = "expired" if past_until else "orphaned"
                 changed += (
-                    _expire(entry, owner, now)
+                    _expire(entry, owner, now, asked_by)
                     if past_until
-                    else _orphan(entry, owner, action.id, now)
+                    else _orphan(entry, owner, action.id, now, asked_by)
                 )
                 settled[outcome] += 1
             return changed
@@ -145,14 +158,21 @@ def _valid_name(value: Any, limit: int) -> bool:
     return type(value) is str and 0 < len(value) <= limit and text_problem(value) is None
 
 
-def _expire(entry: Resource, owner: str, now: datetime) -> list[Any]:
+def _expire(entry: Resource, owner: str, now: datetime, asked_by: str | None = None) -> list[Any]:
     entry.expire(EXPIRED_REASON, now)
-    return [entry, _line(entry, "resource.expired", {"module": owner}, now)]
+    return [entry, _line(entry, "resource.expired", _asked({"module": owner}, asked_by), now)]
 
 
-def _orphan(entry: Resource, owner: str, action: str, now: datetime) -> list[Any]:
+def _orphan(
+    entry: Resource, owner: str, action: str, now: datetime, asked_by: str | None
+) -> list[Any]:
     entry.orphan(ORPHANED_REASON, now)
-    return [entry, _line(entry, "resource.orphaned", {"module": owner, "action": action}, now)]
+    detail = _asked({"module": owner, "action": action}, asked_by)
+    return [entry, _line(entry, "resource.orphaned", detail, now)]
+
+
+def _asked(detail: dict[str, Any], asked_by: str | None) -> dict[str, Any]:
+    return detail if asked_by is None else {**detail, "asked_by": asked_by}
 
 
 def _line(entry: Resource, kind: str, detail: dict[str, Any], now: datetime) -> LogEntry:

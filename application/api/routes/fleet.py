@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from uuid import UUID
 
 from fastapi import APIRouter
@@ -18,6 +19,16 @@ router = APIRouter(prefix="/admin", tags=["fleet"], responses=AUTHENTICATED | AB
 def list_modules(rl: Rl, _: Viewer) -> list[fleet.Module]:
     """The modules this process loaded: status, the reason when one failed, actions, leases."""
     return reading.modules(rl)
+
+
+@router.post("/modules/{name}/reconcile", response_model=fleet.Reconciled)
+def reconcile_module(rl: Rl, writes: Writes, actor: Admin, name: str) -> fleet.Reconciled:
+    """Ask a module loaded in this process which of its live entries are still in force, as it
+    does itself after a reconnect. What it no longer holds is orphaned (expired, if past its
+    until), each line naming the admin who asked; what it cannot answer for stays live."""
+    with writes:
+        summary = rl.reconciler.asked_by_person(name, actor.name)
+    return fleet.Reconciled(module=name, **asdict(summary))
 
 
 @router.get("/runners", response_model=list[fleet.Runner])

@@ -16,6 +16,17 @@ class Module(Answer):
     leases: list[str]
 
 
+class Reconciled(Answer):
+    """What a module said of its live entries when an admin asked."""
+
+    module: str
+    asked: int
+    in_force: int
+    orphaned: int
+    expired: int
+    unanswered: int
+
+
 class Runner(Answer):
     runner_id: UUID
     worker: str
