@@ -31,6 +31,7 @@ ENV_NAMES = {
     "retry_delays_s": "EVENT_RETRY_DELAYS_S",
     "retry_jitter": "EVENT_RETRY_JITTER",
     "runner_gone_s": "EVENT_RUNNER_GONE_S",
+    "ready_lag": "RUNLEDGER_READY_LAG",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
     "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
@@ -63,6 +64,8 @@ class Settings(BaseModel, frozen=True):
     steps_per_tick: int = Field(default=50, ge=1)
     lease_max_s: int = Field(default=86_400, ge=1)
     runner_gone_s: int = Field(default=60, ge=1)
+    # /readyz: events a projection may be behind before the process says it is not ready.
+    ready_lag: int = Field(default=10_000, ge=0)
     default_budget_ms: int = Field(default=10_000, ge=1)
     # A claim covers one call: its budget, plus this much for saving the verdict after it.
     claim_slack_s: float = Field(default=5.0, ge=0, allow_inf_nan=False)

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runledger.application.bootstrap import bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
+from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.api_support import (
     PEOPLE,
@@ -176,6 +177,26 @@ def test_a_stuck_projection_makes_the_process_not_ready_saying_where(
     )
     assert f"cannot apply the event at position {position}" in checks["projections"]["detail"]
     assert api.get("/healthz", None).status_code == 200  # up, only not ready
+
+
+def test_a_backlog_past_the_bound_is_not_ready_at_once_without_applying_it(
+    store_url: str, shard: Shard, registry: Registry
+) -> None:
+    settings = Settings.model_validate({"database_url": store_url, "ready_lag": 1})
+    with bootstrap(settings, registry) as rl:
+        served = serving(rl)
+        with served.client:
+            for n in range(3):
+                rl.runs.start(shard_run(1, name=f"r{n}", advance="manual"))
+            behind = rl.projector.behind()
+            assert behind > 1
+            ready = served.get("/readyz", None)
+            assert ready.status_code == 503, ready.text
+            checks = {c["name"]: c for c in ready.json()["checks"]}
+            assert checks["projections"]["detail"] == f"{behind:,} events behind"
+            assert rl.projector.behind() == behind  # the probe applied nothing
+            rl.projector.catch_up()
+            assert served.get("/readyz", None).status_code == 200
 
 
 def test_metrics_count_runs_and_unresolved_entries_in_prometheus_text(
