@@ -14,6 +14,7 @@ from runledger.domain.text import safe_text
 
 router = APIRouter(tags=["health"])
 
+
 @router.get("/healthz", response_model=fleet.Health)
 def healthz() -> fleet.Health:
     """The process is up and answering."""
