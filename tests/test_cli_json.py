@@ -238,6 +238,21 @@ def test_reconcile_asks_the_module_in_the_asker_s_name(cli: Cli, tmp_path: Path)
     assert "by: must not be empty" in refused.out
 
 
+def test_a_narrow_terminal_lists_runs_and_runners_without_folding_an_id(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = start(cli, tmp_path, spec("a run with a rather long name to fit"))
+    cli("tick", "--worker", "w-narrow")
+    monkeypatch.setattr(console, "width", 80)
+    listed = cli("runs").out.splitlines()
+    assert listed[0] == f"{run_id}  " + listed[0].split("  ")[1]
+    assert listed[1].strip() == "a run with a rather long name to fit"
+    assert "completed · cleanup complete · 3 entries, 0 unresolved" in listed[2]
+    runners = cli("runners").out
+    assert "w-narrow  stopped" in runners and "actions: sandbox.spawn, sandbox.zone" in runners
+    assert max(len(line) for line in [*listed, *runners.splitlines()]) <= 80
+
+
 def test_exit_codes_say_success_failure_usage_and_cleanup_incomplete(
     cli: Cli, tmp_path: Path
 ) -> None:

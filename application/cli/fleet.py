@@ -19,6 +19,8 @@ from runledger.application.cli.options import AsJson, within
 from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
 
 STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}
+WIDE = 140
+"""Columns below which runners are listed a few lines each, not as a table that cuts cells."""
 
 
 def runners(
@@ -35,7 +37,28 @@ def runners(
         elif not found:
             console.print("No runners have recorded themselves yet.")
         else:
-            console.print(_table(found, now, rl.settings.runner_gone_s))
+            gone_s = rl.settings.runner_gone_s
+            if console.width < WIDE:
+                console.print(f"Runners (gone after {gone_s} s without a beat)")
+                for info in found:
+                    console.print(_lines(info, now))
+            else:
+                console.print(_table(found, now, gone_s))
+
+
+def _lines(info: RunnerInfo, now: datetime) -> Text:
+    """A runner in three lines: who and where, since when; then what it serves."""
+    said = Text(safe_text(info.worker), style="bold")
+    said.append("  ")
+    said.append(safe_text(info.state), style=STATE_STYLE[info.state])
+    said.append(f"  {safe_text(info.host)} pid {info.pid}")
+    said.append(
+        f"\n  started {info.started_at:%Y-%m-%d %H:%M:%S} · last heartbeat "
+        f"{safe_text(ago(info.last_beat, now))}"
+    )
+    said.append(f"\n  modules: {_listed(info.modules) or '-'} · actions: ")
+    said.append(f"{_listed(info.actions) or '-'} · leases: {_listed(info.leases) or '-'}")
+    return said
 
 
 def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:

@@ -25,6 +25,8 @@ from runledger.domain.status import CleanupStatus
 from runledger.projections.pages import RunFilter
 
 MAX_LOG_LINES = 10_000
+WIDE = 110
+"""Columns below which runs are listed three lines a run, not as a table that folds every id."""
 
 
 def runs(
@@ -50,6 +52,9 @@ def runs(
     elif not page.items:
         filtered = where != RunFilter() or cursor is not None
         console.print("No runs match." if filtered else "No runs yet.")
+    elif console.width < WIDE:
+        for run in page.items:
+            console.print(_lines(run))
     else:
         console.print(_listing(page.items))
         if page.next_cursor:
@@ -61,6 +66,16 @@ def _page(rl: Runledger, where: RunFilter, limit: int, cursor: str | None) -> sc
         return reading.run_page(rl, where, limit, cursor)
     except BadQuery:
         raise Usage(f"--cursor {safe_repr(cursor)} is not a cursor runs gave out") from None
+
+
+def _lines(run: schemas.RunSummary) -> Text:
+    """A run in three lines: its id and start, its name, then where it stands."""
+    said = Text(str(run.run_id), style="bold")
+    said.append(f"  {run.started_at:%Y-%m-%d %H:%M:%S}\n  {safe_text(run.name)}")
+    said.append(f"\n  {safe_text(run.status)} · cleanup ")
+    said.append(run.cleanup_status, style=STATUS_STYLE.get(run.cleanup_status, ""))
+    said.append(f" · {run.entries} entries, {run.unresolved} unresolved")
+    return said
 
 
 def _listing(items: list[schemas.RunSummary]) -> Table:
