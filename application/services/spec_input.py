@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import ValidationError
 
 from runledger.application.errors import BadRequest
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS, RunSpec
-from runledger.domain.values import validation_problem
+from runledger.domain.values import MAX_DEPTH, validation_problem
 
 MAX_SPEC_BYTES = 1 << 20
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def parse_spec(document: str | dict[str, Any]) -> RunSpec:
     """A spec document (JSON text or a mapping), or BadRequest naming the field at fault."""
     _refuse_oversized(document)
+    if isinstance(document, str) and _text_nests_past(document, 2 * MAX_DEPTH):
+        raise BadRequest(
+            f"the spec nests deeper than {2 * MAX_DEPTH} levels; a value may nest {MAX_DEPTH}"
+        )
     try:
         raw = json.loads(document) if isinstance(document, str) else document
         spec = RunSpec.model_validate(raw)
@@ -55,11 +62,40 @@ def _refuse_oversized(document: str | dict[str, Any]) -> None:
             else (len(document.encode("utf-8", "surrogatepass")))
         )
     else:
+        if _deeper_than(document, 2 * MAX_DEPTH):
+            return  # validation names the field nested too deep
         try:
             size = len(json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-        except (TypeError, ValueError, RecursionError):
+        except (TypeError, ValueError):
             return  # not JSON at all: validation names what is wrong with it
     if size > MAX_SPEC_BYTES:
         raise BadRequest(
             f"the spec is {size:,} bytes; at most {MAX_SPEC_BYTES:,} bytes (1 MiB) are accepted"
         )
+
+
+def _deeper_than(document: Any, limit: int) -> bool:
+    """Whether a value nests past ``limit``, found without recursion. The encoder recurses in C
+    up to the interpreter's limit: a collection of garbage on the way ran finalizers with no
+    stack left, each failing where nobody could see it (CI once counted five)."""
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1) for child in item)
+    return False
+
+
+def _text_nests_past(text: str, limit: int) -> bool:
+    """Whether JSON text opens more than ``limit`` brackets at once (outside its strings): the
+    parser would recurse that deep in C, with the same trouble as _deeper_than."""
+    depth = 0
+    for found in _BRACKETS.finditer(_STRINGS.sub("", text)):
+        depth += 1 if found.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
