@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from runledger import __version__
 from runledger.application.api import errors
 from runledger.application.api.metrics import StoreCollector
+from runledger.application.api.request_log import RequestLog
 from runledger.application.api.routes import (
     bulk,
     definitions,
@@ -22,7 +21,6 @@ from runledger.application.api.routes import (
     runs,
 )
 from runledger.application.bootstrap import Runledger
-from runledger.application.telemetry import say
 from runledger.application.web import console
 
 DESCRIPTION = """Everything an operator can do with runledger: runs, their entries and logs,
@@ -61,23 +59,5 @@ def create_app(rl: Runledger) -> FastAPI:
     app.state.metrics = registry
     console.install(app, rl)
 
-    @app.middleware("http")
-    async def log_request(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "(no route)")
-        rl.telemetry.requests.labels(route=path, status=str(response.status_code)).inc()
-        say(
-            "http.request",
-            method=request.method,
-            route=path,
-            status=response.status_code,
-            actor=getattr(request.state, "actor", None),
-            ms=round((time.perf_counter() - started) * 1000, 2),
-        )
-        return response
-
+    app.add_middleware(RequestLog, rl=rl)
     return app
