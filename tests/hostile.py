@@ -55,7 +55,7 @@ class Treacherous(dict[str, Any]):
         raise RuntimeError("iter refused")
 
 
-def _deep(levels: int) -> dict[str, Any]:
+def nested(levels: int) -> dict[str, Any]:
     top: dict[str, Any] = {}
     node = top
     for _ in range(levels):
@@ -73,7 +73,7 @@ def unstorable() -> dict[str, Any]:
         "NUL": "nul\x00byte",
         "lone surrogate": "bad\ud800",
         "1 MB string": "x" * 1_000_000,
-        "10,000 deep": _deep(10_000),
+        "10,000 deep": nested(10_000),
         "bytes": b"\x00\xff",
         "generator": (i for i in range(3)),
         "unshowable object": Unshowable(),

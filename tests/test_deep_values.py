@@ -6,13 +6,13 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
-from tests.hostile import thing_spec
+from tests.hostile import nested, thing_spec
 
 
 class Finalized:
@@ -38,46 +38,36 @@ def _descend(levels: int) -> int:
     return 0 if levels == 0 else 1 + _descend(levels - 1)
 
 
-def _deep(levels: int) -> dict[str, Any]:
-    top: dict[str, Any] = {}
-    node = top
-    for _ in range(levels):
-        node["k"] = {}
-        node = node["k"]
-    return top
-
-
 @pytest.fixture
-def collecting_often() -> Iterator[None]:
+def finalizers_watched() -> Iterator[None]:
+    """A collection at every allocation, garbage with finalizers always there to collect, and
+    at the end: not one finalizer ran out of stack."""
     before = gc.get_threshold()
     gc.collect()
+    Finalized.failures = []
+    Finalized.going = True
+    Finalized()
     gc.set_threshold(1)
     try:
         yield
     finally:
         gc.set_threshold(*before)
-
-
-def test_a_value_nested_past_the_interpreter_s_limit_is_refused_without_deep_recursion(
-    rl: Runledger, collecting_often: None
-) -> None:
-    Finalized.failures = []
-    spec = thing_spec(nested={"list": [1, _deep(sys.getrecursionlimit() * 2)]})
-    Finalized.going = True
-    Finalized()  # garbage for every collection the refusal's allocations set off
-    try:
-        with pytest.raises(BadRequest, match="too deep"):
-            rl.runs.start(spec)
-    finally:
         Finalized.going = False
         gc.collect()
     assert Finalized.failures == []
 
 
-def test_json_text_nested_past_the_limit_is_refused_before_it_is_parsed(
-    rl: Runledger, collecting_often: None
+def test_a_value_nested_past_the_interpreter_s_limit_is_refused_without_deep_recursion(
+    rl: Runledger, finalizers_watched: None
 ) -> None:
-    Finalized.failures = []
+    spec = thing_spec(nested={"list": [1, nested(sys.getrecursionlimit() * 2)]})
+    with pytest.raises(BadRequest, match="too deep"):
+        rl.runs.start(spec)
+
+
+def test_json_text_nested_past_the_limit_is_refused_before_it_is_parsed(
+    rl: Runledger, finalizers_watched: None
+) -> None:
     levels = sys.getrecursionlimit() * 2
     document = (
         '{"name": "deep", "phases": [{"id": "p", "steps": [{"id": "s", "action": "hostile.thing", '
@@ -86,15 +76,8 @@ def test_json_text_nested_past_the_limit_is_refused_before_it_is_parsed(
         + "]" * levels
         + "}}]}]}"
     )
-    Finalized.going = True
-    Finalized()
-    try:
-        with pytest.raises(BadRequest, match="the spec nests deeper than 64 levels"):
-            rl.runs.start(document)
-    finally:
-        Finalized.going = False
-        gc.collect()
-    assert Finalized.failures == []
+    with pytest.raises(BadRequest, match="the spec nests deeper than 64 levels"):
+        rl.runs.start(document)
     shallow = document.replace("[" * levels + "]" * levels, "[[1]]").replace("hostile.thing", "x")
     with pytest.raises(BadRequest) as refused:
         rl.runs.start(shallow)
