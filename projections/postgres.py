@@ -23,6 +23,9 @@ BY_ID = (
 
 # Below this many rows a plain batched INSERT is as quick as the COPY round trips.
 COPY_FROM = 200
+# ... and a batched upsert as quick as COPY into scratch then one INSERT ... ON CONFLICT (into
+# rl_resources, five indexes: 100 rows 2.9 ms batched, 2.3 ms by COPY; 50 rows 1.6 / 2.1 ms).
+UPSERT_COPY_FROM = 100
 
 
 class PostgresBackend(Backend):
@@ -104,7 +107,7 @@ class PostgresBackend(Backend):
     ) -> None:
         """COPY into a temporary table, then one INSERT ... ON CONFLICT: a page of rows in three
         statements rather than a statement a row."""
-        if len(rows) < COPY_FROM:
+        if len(rows) < UPSERT_COPY_FROM:
             super().upsert(cursor, table, columns, key, rows)
             return
         names = ", ".join(columns)
@@ -121,7 +124,9 @@ class PostgresBackend(Backend):
             f"INSERT INTO {self.qualify(table)} ({names}) SELECT {names} FROM {scratch} "
             f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
         )
-        cursor.execute(f"TRUNCATE {scratch}")
+        # DELETE, not TRUNCATE: a TRUNCATE gives the table a new file each time (500 rows: 8.4 ms
+        # a page with it, 7.0 ms without); the commit empties it anyway.
+        cursor.execute(f"DELETE FROM {scratch}")
 
     def select_page(self, after: int, limit: int) -> list[Note]:
         statement = SQL(
