@@ -48,6 +48,8 @@ class Backend(ABC):
     """The driver's errors that a value being written causes (a NUL, a broken constraint)."""
     store_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     """Every error of the driver; those not in event_errors are the store's trouble."""
+    row_locks: ClassVar[bool] = False
+    """Whether SELECT ... FOR UPDATE locks rows (PostgreSQL); else a write locks the store."""
     writes_aside: ClassVar[bool] = False
     """Whether a rebuild writes its pages on a thread of its own (projections/writer.py)."""
 

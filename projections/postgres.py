@@ -32,6 +32,7 @@ class PostgresBackend(Backend):
     event_errors = (psycopg.DataError, psycopg.IntegrityError, OverflowError)
     store_errors = (psycopg.Error,)
     writes_aside = True
+    row_locks = True
 
     def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
         self.datastore = datastore

@@ -12,15 +12,21 @@ def positions(backend: Backend) -> dict[str, int]:
 
 
 def lock(backend: Backend, cursor: Cursor, names: list[str]) -> dict[str, int]:
-    """Lock the views' tracking rows one by one in name order. One UPDATE over all of them
-    locks in the order PostgreSQL meets the tuples, which moves as rows are updated: two
-    projectors met the same two rows in opposite orders and deadlocked (CI, four runners)."""
+    """Lock the views' tracking rows in name order, and read their positions. Projectors in
+    several processes must meet the rows in one order: an UPDATE over all of them met them in
+    heap order, which moves as rows are updated, and two projectors deadlocked (CI, four
+    runners). PostgreSQL locks them in one statement (a locking clause applies after ORDER BY);
+    SQLite locks the whole file at a transaction's first write."""
     names = sorted(names)
-    statement = backend.sql("UPDATE {rl_tracking} SET position = position WHERE name = %s")
-    for name in names:
-        cursor.execute(statement, [name])
     where = f"name IN ({backend.markers(len(names))})"
-    cursor.execute(backend.sql(f"SELECT name, position FROM {{rl_tracking}} WHERE {where}"), names)
+    read = f"SELECT name, position FROM {{rl_tracking}} WHERE {where} ORDER BY name"
+    if backend.row_locks:
+        cursor.execute(backend.sql(read + " FOR UPDATE"), names)
+    else:
+        cursor.execute(
+            backend.sql(f"UPDATE {{rl_tracking}} SET position = position WHERE {where}"), names
+        )
+        cursor.execute(backend.sql(read), names)
     return {row["name"]: int(row["position"]) for row in cursor.fetchall()}
 
 
