@@ -61,6 +61,33 @@ def test_a_runner_missing_a_module_leaves_the_run_to_the_runner_that_has_it(
     assert (row(full, run).cleanup_status, game.alive) == ("complete", {})
 
 
+def test_runner_records_are_read_only_by_a_runner_that_lacks_something_a_run_needs(
+    stores: tuple[Game, Open, Open],
+) -> None:
+    _, open_full, open_bare = stores
+    full, bare = open_full(), open_bare()
+    reads: dict[str, int] = {"full": 0, "bare": 0}
+    for name, rl in (("full", full), ("bare", bare)):
+        serving = rl.fleet.serving
+
+        def counted(now: Any, _read: Any = serving, _name: str = name) -> Any:
+            reads[_name] += 1
+            return _read(now)
+
+        rl.fleet.serving = counted  # type: ignore[method-assign]
+    full.runner("serving").join()
+    run = full.runs.start(spec(phase("only", step("boss", SPAWN, count=2))))
+    for _ in range(3):
+        full.runner("serving").tick()
+    assert (row(full, run).status, row(full, run).cleanup_status) == ("completed", "complete")
+    assert reads["full"] == 0  # it has every module its runs need: nothing to ask
+    bare.runner("lacking").tick()
+    assert reads["bare"] == 0  # no run left that anybody owes: nothing to ask either
+    full.runs.start(spec(phase("only", step("boss", SPAWN, count=1))))
+    bare.runner("lacking").tick()
+    assert reads["bare"] == 1  # a step it cannot dispatch: it asks who serves it, once a leg
+
+
 def test_with_no_live_runner_serving_it_a_step_waits_its_back_off_and_a_returning_runner_ends_it(
     stores: tuple[Game, Open, Open],
     clock: Clock,

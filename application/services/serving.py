@@ -27,10 +27,19 @@ def unserved(need: str) -> str:
 
 
 def served_by(fleet: Fleet, clock: Callable[[], datetime]) -> Callable[[], ServedElsewhere]:
-    """What the live runners serve, read once per leg from their records."""
+    """What the live runners serve, read once per leg, when the leg first asks: a runner that
+    has every module a run needs never asks, and never reads the runner records (a read, and a
+    catch-up of the views before it, every sweep pass)."""
 
     def now() -> ServedElsewhere:
-        serving = fleet.serving(clock())
-        return lambda need: serving.serves_action(need) or serving.serves_lease(need)
+        read: list[ServedElsewhere] = []
+
+        def elsewhere(need: str) -> bool:
+            if not read:
+                serving = fleet.serving(clock())
+                read.append(lambda n: serving.serves_action(n) or serving.serves_lease(n))
+            return read[0](need)
+
+        return elsewhere
 
     return now
