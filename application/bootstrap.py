@@ -134,7 +134,7 @@ def bootstrap(
     def fresh() -> int:
         return projector.catch_up()
 
-    queries = Queries(backend, fresh=fresh)
+    queries = Queries(backend, fresh=fresh, seen=projector.seen)
     streams = Streams(app, backend)
     ledger = Ledger(app=app, streams=streams, queries=queries, clock=clock)
     core_lease = CoreLease(app=app, registry=registry, settings=settings, clock=clock)

@@ -16,7 +16,7 @@ from runledger.projections.backend import Backend, Cursor, Note
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck, Stuck
 from runledger.projections.schema import create_tables
 from runledger.projections.stored import decode, reason, require_known
-from runledger.projections.views.base import Event
+from runledger.projections.views.base import Event, RowView
 from runledger.projections.views.catalog import View, all_views
 
 PAGE = 2_000
@@ -68,6 +68,12 @@ class Projector:
         recorder = self.app.recorder
         assert isinstance(recorder, ApplicationRecorder)
         return recorder
+
+    def seen(self, table: str, rows: list[Any]) -> None:
+        """Whole rows of a view's table read elsewhere: its next page may fold from them."""
+        for view in self.views:
+            if view.table == table and isinstance(view, RowView):
+                view.known.read(view.key, rows)
 
     def create_tables(self, cursor: Cursor) -> None:
         create_tables(self.backend, cursor, [v.name for v in self.views])

@@ -104,9 +104,17 @@ class Queries:
     once, rather than by every caller remembering to catch the views up first.
     """
 
-    def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        fresh: Callable[[], object],
+        seen: Callable[[str, list[Any]], object] = lambda table, rows: None,
+    ) -> None:
         self.backend = backend
         self.fresh = fresh
+        self.seen = seen
+        """Told the whole rows a read found, by table: the views fold from them (known.py)."""
         self._caught_up = threading.local()
 
     @contextmanager
@@ -206,8 +214,10 @@ class Queries:
             return {}
         statement, params = retryable_pages_statement(runs, now, max_attempts, limit)
         pages: dict[UUID, list[Any]] = {run_id: [] for run_id, _ in runs}
-        for row in self._rows(statement, params):
+        rows = self._rows(statement, params)
+        for row in rows:
             pages[UUID(row["run_id"])].append(row)
+        self.seen("rl_resources", rows)
         return pages
 
     def unresolved_entries(self, run_id: UUID) -> list[EntryRow]:

@@ -14,6 +14,7 @@ from eventsourcing.domain import DomainEventProtocol
 from runledger.domain.topics import topics_of
 from runledger.domain.values import written_out
 from runledger.projections.backend import Backend, Cursor, chunks
+from runledger.projections.views.known import KnownRows
 
 Row = dict[str, Any]
 Event = DomainEventProtocol[Any]
@@ -80,19 +81,33 @@ class RowView(EventView):
     def __init__(self) -> None:
         self.in_order: Callable[[Row], Sequence[Any]] = itemgetter(*self.columns)
         """A row's values in column order."""
+        self.known = KnownRows(self._revived_read)
 
     def process(
         self, backend: Backend, cursor: Cursor, events: Sequence[tuple[int, Event]]
     ) -> None:
         if not events:
             return
-        rows = self.load(backend, cursor, sorted({str(e.originator_id) for _, e in events}))
+        firsts: dict[str, int] = {}
+        for _, event in events:
+            firsts.setdefault(str(event.originator_id), event.originator_version)
+        rows = self.rows(backend, cursor, firsts)
         for _, event in events:
             entry = str(event.originator_id)
             rows[entry] = type(self).apply(event, rows.get(entry))
         backend.upsert(
             cursor, self.table, self.columns, self.key, [self.stored(r) for r in rows.values()]
         )
+        self.known.moved(rows)
+
+    def rows(self, backend: Backend, cursor: Cursor, firsts: dict[str, int]) -> dict[str, Row]:
+        """The rows of the aggregates whose first events in a page are ``firsts``: none where
+        that is the aggregate's first event, a known row (known.py) or the table's otherwise."""
+        found = self.known.take(firsts)
+        wanted = sorted(k for k, first in firsts.items() if first > 1 and k not in found)
+        if wanted:
+            found |= self.load(backend, cursor, wanted)
+        return found
 
     def load(self, backend: Backend, cursor: Cursor, ids: list[str]) -> dict[str, Row]:
         """The rows of these keys that the table holds, as the apply functions move them."""
@@ -106,6 +121,9 @@ class RowView(EventView):
             for row in cursor.fetchall():
                 found[row[self.key]] = self.revived({c: row[c] for c in self.columns})
         return found
+
+    def _revived_read(self, stored: Row) -> Row:
+        return self.revived({c: stored[c] for c in self.columns})
 
     def revived(self, stored: Row) -> Row:
         """A row as its table holds it, made into the row the apply functions move."""
