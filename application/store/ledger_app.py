@@ -27,7 +27,7 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.settings import StoreConfig
-from runledger.application.store import saving
+from runledger.application.store import pg_insert, saving
 from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
@@ -75,6 +75,8 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         backend = _backend(app)
         missing = backend.missing_tables()
         older = [] if missing else missing_columns(backend)
+        if not missing and isinstance(backend, PostgresBackend):
+            pg_insert.use_function(_recorder(app))
     except STORE_ERRORS as error:
         if app is not None:
             app.close()
@@ -173,6 +175,7 @@ def _creating(app: LedgerApp, backend: Backend) -> Iterator[Cursor]:
             yield cursor
         return
     with backend.transaction(commit=True) as cursor:
+        cursor.execute(pg_insert.create_statement(_recorder(app)))
         yield cursor
 
 

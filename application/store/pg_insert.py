@@ -1,0 +1,78 @@
+"""PostgreSQL inserts of a save's events in one statement, by a function ``runledger init`` makes.
+
+eventsourcing 9.5 sends each save as a pipelined transaction of six statements (begin, lock
+timeout, table lock, NOTIFY, insert, commit), each paid for in the client: ~0.9 ms of CPU a save
+here whatever its size, most of a sweep's save, which the crash fix makes once per module
+call. ``rl_insert_events`` does the same work in one prepared call: it takes the same EXCLUSIVE
+table lock (so positions still commit in order, which every reader of the store relies on),
+inserts, and answers the positions. It sends no NOTIFY: nothing in runledger listens.
+
+A store made by an earlier ``runledger init`` has no such function: its saves go the library's
+way until ``runledger init`` is run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
+from eventsourcing.utils import retry
+from psycopg.sql import SQL, Composable, Identifier
+
+FUNCTION = "rl_insert_events"
+
+
+def create_statement(recorder: Any) -> Composable:
+    """The function, for this store's schema, table and stored-event type."""
+    return SQL(
+        "CREATE OR REPLACE FUNCTION {schema}.{function}(events {schema}.{event}[], "
+        "lock_timeout text) RETURNS SETOF bigint LANGUAGE plpgsql AS $body$ "
+        "BEGIN "
+        "PERFORM set_config('lock_timeout', lock_timeout, true); "
+        "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+        "RETURN QUERY INSERT INTO {schema}.{table} AS t "
+        "(originator_id, originator_version, topic, state) "
+        "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
+        "RETURNING notification_id; "
+        "END; $body$"
+    ).format(
+        schema=Identifier(recorder.datastore.schema),
+        function=Identifier(FUNCTION),
+        event=Identifier(recorder.stored_event_type_name),
+        table=Identifier(recorder.events_table_name),
+    )
+
+
+def use_function(recorder: Any) -> bool:
+    """Send this recorder's inserts through the function, if the store has it."""
+    datastore = recorder.datastore
+    with datastore.get_connection() as conn:
+        found = conn.execute(
+            "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = %s AND p.proname = %s",
+            [datastore.schema, FUNCTION],
+        ).fetchone()
+    if found is None:
+        return False
+    call = SQL("SELECT * FROM {schema}.{function}(%b, %s)").format(
+        schema=Identifier(datastore.schema), function=Identifier(FUNCTION)
+    )
+    timeout = f"{datastore.lock_timeout}s"
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def insert_events(stored_events: Sequence[StoredEvent], **_: Any) -> list[int]:
+        if not stored_events:
+            return []
+        events = [
+            recorder.construct_pg_stored_event(
+                e.originator_id, e.originator_version, e.topic, e.state
+            )
+            for e in stored_events
+        ]
+        with datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(call, (events, timeout), prepare=True)
+            return [row[FUNCTION] for row in cursor.fetchall()]
+
+    recorder.insert_events = insert_events
+    return True
