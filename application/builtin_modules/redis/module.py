@@ -158,7 +158,7 @@ class Watcher:
         wanted = "".join(sorted(set(flags) | {"E", "x"}))
         client.config_set("notify-keyspace-events", wanted)
         db = client.connection_pool.connection_kwargs.get("db", 0)
-        self.pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        self.pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]
         self.pubsub.subscribe(f"__keyevent@{db}__:expired")
         self.run_id = str(client.info("server")["run_id"])
         self.client = client
