@@ -33,6 +33,7 @@ class PostgresBackend(Backend):
     store_errors = (psycopg.Error,)
     writes_aside = True
     row_locks = True
+    lateral = True
 
     def __init__(self, datastore: PostgresDatastore, events_table: str) -> None:
         self.datastore = datastore

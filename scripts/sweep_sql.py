@@ -203,6 +203,7 @@ class PlainSweep:
             now,
             self.max_attempts,
             PAGE,
+            lateral=self.sql.engine == "postgres",
         )
         pages: dict[str, list[Row]] = {run["run_id"]: [] for run in runs}
         for row in self.sql.read(statement, params):
