@@ -27,7 +27,7 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.settings import StoreConfig
-from runledger.application.store import pg_insert, saving
+from runledger.application.store import pg_insert, pooling, saving
 from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
@@ -75,6 +75,8 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         backend = _backend(app)
         missing = backend.missing_tables()
         older = [] if missing else missing_columns(backend)
+        if isinstance(backend, PostgresBackend):
+            pooling.last_in_first_out(backend.datastore.pool)
         if not missing and isinstance(backend, PostgresBackend):
             pg_insert.use_function(_recorder(app))
     except STORE_ERRORS as error:
