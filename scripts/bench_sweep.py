@@ -49,6 +49,7 @@ from sweep_world import (
 
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.settings import Settings
+from runledger.projections.views.known import KNOWN_ROWS
 
 
 def uptime() -> str:
@@ -312,7 +313,8 @@ class Memory:
 
 def part_memory(args: argparse.Namespace) -> None:
     """The sweep's peak memory over two sizes of open work on one store: a sweep holds a
-    bounded page per run of its batch, so the peak should not follow the open work."""
+    bounded page per run of its batch and each view remembers at most ``KNOWN_ROWS`` rows, so
+    past that many open entries (the default sizes are) the peak should not follow the work."""
     store = Store.create(args.store, args.pg_url)
     found: list[Memory] = []
     try:
@@ -337,7 +339,10 @@ def part_memory(args: argparse.Namespace) -> None:
     finally:
         if not args.keep:
             store.drop()
-    print(f"\n== 3. sweep peak memory at two sizes of open work, one store, on {args.store}")
+    print(
+        f"\n== 3. sweep peak memory at two sizes of open work, one store, on {args.store}; "
+        f"each view remembers up to {KNOWN_ROWS:,} rows (below that, the peak grows with them)"
+    )
     for m in found:
         print(
             f"   {m.open_entries:>7,} open entries: swept {m.swept} in {m.seconds:.2f} s (under "
@@ -403,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--memory-runs",
         type=sizes,
-        default=[20, 200],
+        default=[100, 200],
         help="part 3: open runs (of --entries each) at the two sizes, comma separated",
     )
     parser.add_argument("--parts", default="123", help="which parts to run, e.g. 1 or 13")
