@@ -51,9 +51,9 @@ class Backend(ABC):
     row_locks: ClassVar[bool] = False
     """Whether SELECT ... FOR UPDATE locks rows (PostgreSQL); else a write locks the store."""
     writes_aside: ClassVar[bool] = False
+    """Whether a rebuild writes its pages on a thread of its own (projections/writer.py)."""
     lateral: ClassVar[bool] = False
     """Whether a read over several keys goes as one text, the keys in an array (PostgreSQL)."""
-    """Whether a rebuild writes its pages on a thread of its own (projections/writer.py)."""
 
     def with_suffix(self, suffix: str) -> Backend:
         """The same store, naming a parallel set of tables (a rebuild's shadow)."""
