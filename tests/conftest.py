@@ -52,6 +52,23 @@ def drop_pg_url(admin: str, url: str) -> None:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
+@pytest.fixture
+def pg_url(pg_admin: str) -> Iterator[str]:
+    """An initialised, empty PostgreSQL store in a private schema."""
+    url = new_pg_url(pg_admin)
+    init_store(Settings(database_url=url))
+    yield url
+    drop_pg_url(pg_admin, url)
+
+
+@pytest.fixture
+def pg_rl(pg_url: str) -> Iterator[Runledger]:
+    """A runledger with no modules on ``pg_url``."""
+    rl = bootstrap(Settings(database_url=pg_url), Registry())
+    yield rl
+    rl.close()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An initialised, empty store: an SQLite file, or a private PostgreSQL schema."""

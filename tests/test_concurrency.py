@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -13,11 +13,10 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
-from tests.conftest import drop_pg_url, new_pg_url
 from tests.playing import (
     PlayWorld,
     complete,
@@ -181,28 +180,20 @@ def test_an_orphaning_landing_while_a_revert_is_out_leaves_the_entry_to_the_work
     assert status is not None and status.cleanup_status == "complete"
 
 
-@pytest.fixture
-def pg_store(pg_admin: str) -> Iterator[str]:
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))
-    yield url
-    drop_pg_url(pg_admin, url)
-
-
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_four_processes_sweeping_one_postgres_store_give_each_entry_back_exactly_once(
-    pg_store: str, tmp_path: Path
+    pg_url: str, tmp_path: Path
 ) -> None:
     registry = Registry()
     PlayWorld().install(registry, ACTION)
-    with bootstrap(Settings(database_url=pg_store), registry) as rl:
+    with bootstrap(Settings(database_url=pg_url), registry) as rl:
         made = prepare_terminal_runs(rl, runs=30, steps=2, per_step=5)
     calls = tmp_path / "calls.jsonl"
     workers = Workers(tmp_path)
     try:
         for number in range(4):
-            workers.start("sweep", f"proc-{number}", "--url", pg_store, "--calls", str(calls))
+            workers.start("sweep", f"proc-{number}", "--url", pg_url, "--calls", str(calls))
         workers.release()
         workers.finish(timeout=90)
     finally:
@@ -211,7 +202,7 @@ def test_four_processes_sweeping_one_postgres_store_give_each_entry_back_exactly
     lines = read_calls(calls)
     assert Counter(line["key"] for line in lines) == dict.fromkeys(made.keys, 1)
     assert Counter(ref for line in lines for ref in line["refs"]) == dict.fromkeys(made.refs, 1)
-    with bootstrap(Settings(database_url=pg_store), Registry()) as rl:
+    with bootstrap(Settings(database_url=pg_url), Registry()) as rl:
         assert_all_given_back_once(rl, made)
 
 

@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,13 +19,12 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.reservation import Reservation
 from runledger.projections.queries import EntryRow
-from tests.conftest import drop_pg_url, new_pg_url
 from tests.game import LEASE, START, Clock, Game, lease_step, phase, spec, step
 from tests.reading import row, the_step, tick, written
 
@@ -319,14 +318,6 @@ def test_a_lease_whose_ref_cannot_be_ledgered_never_leaves_its_override_in_the_w
 
 
 # --- two processes, one target -----------------------------------------------------------------
-
-
-@pytest.fixture
-def pg_url(pg_admin: str) -> Iterator[str]:
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))
-    yield url
-    drop_pg_url(pg_admin, url)
 
 
 def race(

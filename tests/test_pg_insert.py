@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import psycopg
@@ -20,25 +19,9 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.application.store.pg_insert import FUNCTION
 from runledger.domain.resource import Resource
-from tests.conftest import drop_pg_url, new_pg_url
 
 pytestmark = pytest.mark.postgres
 AT = datetime(2026, 12, 3, tzinfo=UTC)
-
-
-@pytest.fixture
-def url(pg_admin: str) -> Iterator[str]:
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))
-    yield url
-    drop_pg_url(pg_admin, url)
-
-
-@pytest.fixture
-def rl(url: str) -> Iterator[Runledger]:
-    rl = bootstrap(Settings(database_url=url), Registry())
-    yield rl
-    rl.close()
 
 
 def entry(ref: str) -> Resource:
@@ -62,14 +45,14 @@ def schema_of(url: str) -> str:
 
 
 def test_a_save_waits_for_the_table_lock_so_positions_commit_in_order(
-    rl: Runledger, url: str, pg_admin: str
+    pg_rl: Runledger, pg_url: str, pg_admin: str
 ) -> None:
-    recorder = rl.app.recorder
-    table = Identifier(schema_of(url), recorder.events_table_name)  # type: ignore[attr-defined]
+    recorder = pg_rl.app.recorder
+    table = Identifier(schema_of(pg_url), recorder.events_table_name)  # type: ignore[attr-defined]
     saved: list[float] = []
 
     def save() -> None:
-        rl.app.save(entry("later"))
+        pg_rl.app.save(entry("later"))
         saved.append(time.monotonic())
 
     # Another writer's insert, not yet committed: it holds the lock any insert takes, which
@@ -87,27 +70,27 @@ def test_a_save_waits_for_the_table_lock_so_positions_commit_in_order(
 
 
 def test_saves_answer_their_positions_and_a_conflict_is_an_integrity_error(
-    rl: Runledger,
+    pg_rl: Runledger,
 ) -> None:
     first, second = entry("a"), entry("b")
-    [one, two] = rl.app.save(first, second)
+    [one, two] = pg_rl.app.save(first, second)
     assert two.notification.id == one.notification.id + 1
-    copy: Resource = rl.app.repository.get(first.id)
+    copy: Resource = pg_rl.app.repository.get(first.id)
     first.claim_revert("w1", AT, AT, 3)
     copy.claim_revert("w2", AT, AT, 3)
-    rl.app.save(first)
+    pg_rl.app.save(first)
     with pytest.raises(IntegrityError):
-        rl.app.save(copy)
-    assert rl.app.repository.get(first.id).claim_worker == "w1"
+        pg_rl.app.save(copy)
+    assert pg_rl.app.repository.get(first.id).claim_worker == "w1"
 
 
-def test_a_store_without_the_function_saves_the_librarys_way(url: str) -> None:
-    schema = schema_of(url)
-    with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+def test_a_store_without_the_function_saves_the_librarys_way(pg_url: str) -> None:
+    schema = schema_of(pg_url)
+    with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
         conn.execute(
             SQL("DROP FUNCTION {}").format(Identifier(schema, FUNCTION)),
         )
-    rl = bootstrap(Settings(database_url=url), Registry())
+    rl = bootstrap(Settings(database_url=pg_url), Registry())
     try:
         recorder = rl.app.recorder
         assert "insert_events" not in vars(recorder)
@@ -116,8 +99,8 @@ def test_a_store_without_the_function_saves_the_librarys_way(url: str) -> None:
         assert rl.app.repository.get(saved.id).ref == "a"
     finally:
         rl.close()
-    init_store(Settings(database_url=url))  # `runledger init` again makes it
-    rl = bootstrap(Settings(database_url=url), Registry())
+    init_store(Settings(database_url=pg_url))  # `runledger init` again makes it
+    rl = bootstrap(Settings(database_url=pg_url), Registry())
     try:
         assert "insert_events" in vars(rl.app.recorder)
     finally:
