@@ -23,6 +23,7 @@ ENV_NAMES = {
     "cleanup_run_batch": "EVENT_CLEANUP_RUN_BATCH",
     "cleanup_groups_per_run": "EVENT_CLEANUP_GROUPS_PER_RUN",
     "cleanup_budget_s": "EVENT_CLEANUP_BUDGET_S",
+    "cleanup_lanes": "EVENT_CLEANUP_LANES",
     "wake_s": "EVENT_WAKE_S",
     "advance_run_batch": "EVENT_RUN_BATCH",
     "steps_per_run_tick": "EVENT_STEPS_PER_RUN_TICK",
@@ -57,6 +58,9 @@ class Settings(BaseModel, frozen=True):
     # The cleanup leg sweeps pass after pass (each EVENT_CLEANUP_RUN_BATCH runs) until nothing
     # is left or this is spent; a runner whose leg was cut short ticks again at once.
     cleanup_budget_s: float = Field(default=1.0, gt=0, le=600, allow_inf_nan=False)
+    # A pass's runs are divided between this many lanes, worked at once (services/lanes.py);
+    # 0: two on PostgreSQL, one on SQLite.
+    cleanup_lanes: int = Field(default=0, ge=0, le=8)
     # How often a runner at rest looks for runs that ended elsewhere, to give them back then.
     wake_s: float = Field(default=0.05, ge=0.01, le=60, allow_inf_nan=False)
     advance_run_batch: int = Field(default=50, ge=1)

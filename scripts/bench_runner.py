@@ -62,6 +62,7 @@ MODULE = "crashworld"
 BATCH_VARIABLES = (
     "cleanup_run_batch",
     "cleanup_groups_per_run",
+    "cleanup_lanes",
     "advance_run_batch",
     "steps_per_run_tick",
     "steps_per_tick",

@@ -82,6 +82,7 @@ class Rep:
     meter: Meter
     settings: Settings
     profiler: cProfile.Profile | None
+    lanes: int
 
     @property
     def ours(self) -> float:
@@ -113,6 +114,7 @@ def plain_sweep(rl: Runledger, sql: Sql) -> PlainSweep:
             milliseconds=settings.default_budget_ms, seconds=settings.claim_slack_s
         ),
         backoff=settings.backoff,
+        lanes=rl.cleanup.lanes,
     )
 
 
@@ -197,13 +199,15 @@ def throughput_once(args: argparse.Namespace, plain_first: bool) -> Rep:
                 plain_elapsed,
                 plain_cpu,
                 plain_count(sql, "reverted"),
-                sql.writes,
+                plain.writes,
                 logs,
                 load(),
                 meter,
                 settings,
                 profiler,
+                rl.cleanup.lanes,
             )
+            plain.close()
             sql.close()
     finally:
         if not args.keep:
@@ -240,8 +244,10 @@ def part_throughput(args: argparse.Namespace) -> None:
     print(
         f"   settings: cleanup_run_batch={settings.cleanup_run_batch}, "
         f"cleanup_groups_per_run={settings.cleanup_groups_per_run}, "
-        f"max_revert_attempts={settings.max_revert_attempts} "
-        f"({'given' if args.run_batch or args.groups_per_run else 'the Settings defaults'})"
+        f"max_revert_attempts={settings.max_revert_attempts}, cleanup_lanes="
+        f"{settings.cleanup_lanes or 'by store'} "
+        f"({'given' if args.run_batch or args.groups_per_run or args.lanes else 'the defaults'}); "
+        f"both sweeps divide a pass's runs between {r.lanes} lane(s)"
     )
     print(
         f"   setup through the application (not timed): {r.setup:.1f} s, {r.live} live entries; "
@@ -379,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         help="cleanup_groups_per_run (0: the Settings default)",
+    )
+    parser.add_argument(
+        "--lanes", type=int, default=0, help="cleanup_lanes, both sweeps' (0: by store)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="part 1: repetitions")
     parser.add_argument("--small", type=int, default=10_000, help="part 2: smaller history")

@@ -17,7 +17,9 @@ It does the work runledger's sweep does, the way a careful engineer would write 
   condition: of two racing workers one wins), a verdict guarded by the claim it answers;
 - the same log lines (``cleanup.reverted``/``cleanup.failed`` with the same detail, and one
   ``cleanup.swept`` per run) into a run log keyed by its own sequence;
-- the same module function, called in the sweep's thread.
+- the same lanes: a pass's runs dealt to ``lanes`` lanes (runledger's ``cleanup_lanes``), each
+  worked on a thread and a connection of its own, each carrying its own runs' last verdicts;
+- the same module function, called in the lane's thread.
 
 What it does not write is history: each entry's row is updated in place, so nothing is left to
 replay an entry from. That is the price event sourcing pays and the ratio shows.
@@ -30,7 +32,7 @@ import json
 import random
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -38,6 +40,7 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import dict_row
 
+from runledger.application.services.lanes import divide, in_lanes
 from runledger.application.services.verdicts import Summary
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
@@ -61,19 +64,28 @@ class Sql:
     engine: str
     conn: Any
     schema: str = ""
+    source: str = ""
+    """The URL or file it was opened on: ``another`` opens it again."""
     writes: int = 0
     """Write transactions committed."""
 
     @classmethod
     def postgres(cls, url: str, schema: str) -> Sql:
-        return cls("postgres", psycopg.connect(url, autocommit=True, row_factory=dict_row), schema)
+        conn = psycopg.connect(url, autocommit=True, row_factory=dict_row)
+        return cls("postgres", conn, schema, url)
 
     @classmethod
     def sqlite(cls, path: str) -> Sql:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
-        return cls("sqlite", conn)
+        return cls("sqlite", conn, source=path)
+
+    def another(self) -> Sql:
+        """A connection of its own to the same tables, for a lane."""
+        if self.engine == "postgres":
+            return Sql.postgres(self.source, self.schema)
+        return Sql.sqlite(self.source)
 
     def table(self, name: str) -> str:
         return f'"{self.schema}".{name}' if self.engine == "postgres" else name
@@ -169,7 +181,21 @@ class PlainSweep:
     groups_per_run: int = 25
     claim_for: timedelta = timedelta(seconds=15)
     backoff: Backoff = field(default_factory=Backoff)
+    lanes: int = 1
+    """Lanes a pass's runs are divided between, each on its own thread and connection, as
+    runledger's sweep divides them (services/lanes.py)."""
     carried: list[tuple[str, Pending | None, Summary]] = field(default_factory=list)
+    others: list[PlainSweep] = field(default_factory=list)
+    """The lanes past the first, made when first needed."""
+
+    @property
+    def writes(self) -> int:
+        """Write transactions committed, by every lane."""
+        return self.sql.writes + sum(lane.sql.writes for lane in self.others)
+
+    def close(self) -> None:
+        for lane in self.others:
+            lane.sql.close()
 
     def sweep(self) -> int:
         now = self.clock()
@@ -189,11 +215,20 @@ class PlainSweep:
             )
         }
         work = self._pages([runs[r] for r in candidates if r in runs], now)
-        for run_id, rows in work.items():
-            self._clean(run_id, runs[run_id], rows)
-        if self.carried:
-            with self.sql.write() as db:
-                self._land(db)
+        while len(self.others) < self.lanes - 1:
+            lane = replace(self, sql=self.sql.another(), lanes=1, carried=[], others=[])
+            self.others.append(lane)
+        jobs = list(zip([self, *self.others], divide(list(work), self.lanes), strict=False))
+
+        def work_lane(job: list[tuple[PlainSweep, list[str]]]) -> None:
+            [(sweep, run_ids)] = job
+            for run_id in run_ids:
+                sweep._clean(run_id, runs[run_id], work[run_id])
+            if sweep.carried:
+                with sweep.sql.write() as db:
+                    sweep._land(db)
+
+        in_lanes(work_lane, jobs, len(jobs))
         return len(work)
 
     def _pages(self, runs: list[Row], now: datetime) -> dict[str, list[Row]]:

@@ -102,6 +102,8 @@ def settings_for(store: Store, args: argparse.Namespace) -> Settings:
         given["cleanup_run_batch"] = args.run_batch
     if args.groups_per_run:
         given["cleanup_groups_per_run"] = args.groups_per_run
+    if getattr(args, "lanes", 0):
+        given["cleanup_lanes"] = args.lanes
     return Settings(**given)
 
 

@@ -16,7 +16,7 @@ from tests.reading import entry, lines, status
 def test_a_runs_last_verdict_rides_with_the_next_runs_first_claim(
     make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
-    rl = make_runledger(cleanup_run_batch=2)
+    rl = make_runledger(cleanup_run_batch=2, cleanup_lanes=1)
     runs = dict([ended_run(rl, ["a1"]), ended_run(rl, ["b1"])])
     saves: list[int] = []
     save = rl.app.save
@@ -40,7 +40,7 @@ def test_a_runs_last_verdict_rides_with_the_next_runs_first_claim(
 def test_a_carried_verdict_whose_save_lost_to_another_worker_is_still_given(
     make_runledger: Factory, world: PlayWorld, clock: Clock
 ) -> None:
-    rl = make_runledger(cleanup_run_batch=2)
+    rl = make_runledger(cleanup_run_batch=2, cleanup_lanes=1)
     runs = dict([ended_run(rl, ["a1"]), ended_run(rl, ["b1"])])
     other = {key(run): made for run, [made] in zip(runs, reversed(runs.values()), strict=True)}
     taken: list[UUID] = []

@@ -11,6 +11,7 @@ MEANINGS = {
     "cleanup_run_batch": "runs one sweep pass works",
     "cleanup_groups_per_run": "groups of entries a sweep pass works per run",
     "cleanup_budget_s": "seconds a tick's cleanup leg may sweep, pass after pass",
+    "cleanup_lanes": "lanes a sweep pass works its runs in at once (0: PostgreSQL 2, SQLite 1)",
     "wake_s": "seconds between a resting runner's looks for runs that ended",
     "advance_run_batch": "running runs the advance leg looks at per tick",
     "steps_per_run_tick": "steps one run may dispatch per tick",

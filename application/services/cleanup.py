@@ -11,6 +11,7 @@ from runledger.application.errors import OUTAGES, Conflict
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group
 from runledger.application.services.inputs import person
+from runledger.application.services.lanes import in_lanes
 from runledger.application.services.ledger import Ledger, save_with_retry
 from runledger.application.services.pacing import Halt
 from runledger.application.services.serving import (
@@ -63,6 +64,9 @@ class Cleanup:
         self.serving = serving
         self.elsewhere: ServedElsewhere = nowhere
         self._troubled: dict[UUID, int] = {}
+        self.lanes = settings.cleanup_lanes or (2 if queries.backend.row_locks else 1)
+        """Lanes a pass's runs are divided between (lanes.py): by default two where a write
+        locks only its rows (PostgreSQL), one where it locks the store (SQLite)."""
 
     def sweep(self, worker: str, stop: Halt | None = None) -> dict[UUID, Summary]:
         """One bounded pass over the runs that owe the world something."""
@@ -89,16 +93,25 @@ class Cleanup:
             max_attempts = self.settings.max_revert_attempts
             rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
             pages = self._pages(list(rows.values()), now)
-        one = self._pass(worker)
 
-        def clean(run_id: UUID) -> Summary:
-            run = rows.get(run_id)
-            found = None if run is None else (run, [EntryRow.of(e) for e in pages[run_id]])
-            return one.clean(run_id, found, worker, stop)
+        def lane(run_ids: list[UUID]) -> tuple[dict[UUID, Summary], bool]:
+            one = self._pass(worker)
 
-        swept = self._each(candidates, clean, stop, self._lander(one))
-        one.land()
-        return swept, len(candidates) >= batch or one.left_over
+            def clean(run_id: UUID) -> Summary:
+                run = rows.get(run_id)
+                found = None if run is None else (run, [EntryRow.of(e) for e in pages[run_id]])
+                return one.clean(run_id, found, worker, stop)
+
+            swept = self._each(run_ids, clean, stop, self._lander(one))
+            one.land()
+            return swept, one.left_over
+
+        swept: dict[UUID, Summary] = {}
+        left_over = False
+        for done, more in in_lanes(lane, candidates, self.lanes):
+            swept |= done
+            left_over = left_over or more
+        return swept, len(candidates) >= batch or left_over
 
     def _each(
         self,
