@@ -287,10 +287,16 @@ def part_throughput(args: argparse.Namespace) -> None:
             f"  {calls:5d} calls"
         )
     accounted = sum(meter.seconds.values())
-    print(
-        f"     {'rest (grouping, domain, verdicts)':42s} "
-        f"{r.elapsed - accounted:6.2f} s {100 * (r.elapsed - accounted) / r.elapsed:5.1f} %"
-    )
+    if r.lanes > 1:
+        print(
+            f"     (summed over {r.lanes} lanes working at once, so the shares add past 100 % "
+            "and no rest is shown; --lanes 1 shows it)"
+        )
+    else:
+        print(
+            f"     {'rest (grouping, domain, verdicts)':42s} "
+            f"{r.elapsed - accounted:6.2f} s {100 * (r.elapsed - accounted) / r.elapsed:5.1f} %"
+        )
     if r.profiler:
         out = io.StringIO()
         stats = pstats.Stats(r.profiler, stream=out)
