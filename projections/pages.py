@@ -10,8 +10,9 @@ from typing import Any
 from uuid import UUID
 
 from runledger.projections.backend import Backend
-from runledger.projections.queries import _OPEN, LogLine
+from runledger.projections.queries import LogLine
 from runledger.projections.schema import UNRESOLVED_STATES
+from runledger.projections.statements import _OPEN
 
 # domain/status.py's cleanup_status, over the same counts; tests/test_rules_once.py holds the two
 # to each other for every combination.

@@ -28,7 +28,7 @@ from sweep_world import (
 )
 
 from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.projections.queries import CANDIDATES
+from runledger.projections.statements import CANDIDATES
 
 OPEN_INDEX = "rl_resources_open"
 FAST_TOGETHER = 4

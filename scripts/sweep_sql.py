@@ -3,9 +3,9 @@ the baseline bench_sweep measures ours against.
 
 It does the work runledger's sweep does, the way a careful engineer would write it in plain SQL:
 
-- the same reads: the candidate query (``queries.CANDIDATES``, the very text), the runs' rows
+- the same reads: the candidate query (``statements.CANDIDATES``, the very text), the runs' rows
   with their entries counted, and each run's page of retryable entries (the pass's runs in one
-  statement, ``queries.retryable_pages_statement``), on tables made by the
+  statement, ``statements.retryable_pages_statement``), on tables made by the
   same DDL (the same five indexes on the resources table);
 - the same grouping (each lease alone, everything else by the step that made it) and the same
   bounds (runs per sweep, groups per run);
@@ -44,13 +44,13 @@ from runledger.application.services.lanes import divide, in_lanes
 from runledger.application.services.verdicts import Summary
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
-from runledger.projections.queries import (
+from runledger.projections.schema import OPEN_STATES, TABLE_DDL
+from runledger.projections.statements import (
     CANDIDATES,
     PAGE,
     retryable_pages_statement,
     runs_statement,
 )
-from runledger.projections.schema import OPEN_STATES, TABLE_DDL
 
 TABLES = ("rl_runs", "rl_resources", "rl_run_log")
 Revert = Callable[..., Any]

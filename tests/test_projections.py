@@ -7,8 +7,9 @@ from uuid import UUID
 import pytest
 
 from runledger.application.bootstrap import Runledger
-from runledger.projections.queries import CANDIDATES, Queries
+from runledger.projections.queries import Queries
 from runledger.projections.rebuild import rebuild
+from runledger.projections.statements import CANDIDATES
 from runledger.projections.views.resources import ResourcesView
 from tests import by_hand
 from tests.conftest import Factory

@@ -22,7 +22,7 @@ from runledger.application.bootstrap import Runledger
 from runledger.domain.errors import DomainError
 from runledger.domain.fate import STATES, Fate
 from runledger.domain.resource import Resource
-from runledger.projections.queries import _OPEN, _RETRYABLE
+from runledger.projections.statements import _OPEN, _RETRYABLE
 from runledger.projections.views.resources import ResourcesView, fate_cells, fate_of
 from tests.game import START
 from tests.playing import PlayWorld, makes, start

@@ -27,8 +27,8 @@ from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource
 from runledger.domain.runlog import LogEntry
-from runledger.projections.queries import PAGE
 from runledger.projections.rows import EntryRow, RunRow
+from runledger.projections.statements import PAGE
 
 log = logging.getLogger("runledger.cleanup")
 
