@@ -13,6 +13,7 @@ from runledger.application.errors import ConfigError
 from runledger.domain.backoff import Backoff
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
+MAX_CLEANUP_LANES = 8
 # fullmatch, never "$": "$" also matches before a final newline ("abc\n" would pass).
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SYSTEM_SCHEMAS = ("information_schema", "pg_catalog", "pg_toast")
@@ -60,7 +61,7 @@ class Settings(BaseModel, frozen=True):
     cleanup_budget_s: float = Field(default=1.0, gt=0, le=600, allow_inf_nan=False)
     # A pass's runs are divided between this many lanes, worked at once (services/lanes.py);
     # 0: two on PostgreSQL, one on SQLite.
-    cleanup_lanes: int = Field(default=0, ge=0, le=8)
+    cleanup_lanes: int = Field(default=0, ge=0, le=MAX_CLEANUP_LANES)
     # How often a runner at rest looks for runs that ended elsewhere, to give them back then.
     wake_s: float = Field(default=0.05, ge=0.01, le=60, allow_inf_nan=False)
     advance_run_batch: int = Field(default=50, ge=1)

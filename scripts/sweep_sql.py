@@ -34,13 +34,14 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
 
-from runledger.application.services.lanes import divide, in_lanes
+from runledger.application.services.lanes import at_once, divide
 from runledger.application.services.verdicts import Summary
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
@@ -218,17 +219,16 @@ class PlainSweep:
         while len(self.others) < self.lanes - 1:
             lane = replace(self, sql=self.sql.another(), lanes=1, carried=[], others=[])
             self.others.append(lane)
-        jobs = list(zip([self, *self.others], divide(list(work), self.lanes), strict=False))
 
-        def work_lane(job: list[tuple[PlainSweep, list[str]]]) -> None:
-            [(sweep, run_ids)] = job
+        def work_lane(sweep: PlainSweep, run_ids: list[str]) -> None:
             for run_id in run_ids:
                 sweep._clean(run_id, runs[run_id], work[run_id])
             if sweep.carried:
                 with sweep.sql.write() as db:
                     sweep._land(db)
 
-        in_lanes(work_lane, jobs, len(jobs))
+        jobs = zip([self, *self.others], divide(list(work), self.lanes), strict=False)
+        at_once([partial(work_lane, sweep, run_ids) for sweep, run_ids in jobs])
         return len(work)
 
     def _pages(self, runs: list[Row], now: datetime) -> dict[str, list[Row]]:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from runledger.application.services.lanes import divide, in_lanes
+from runledger.application.services.lanes import at_once, divide, in_lanes
 from tests.conftest import Factory
 from tests.game import Clock
 from tests.playing import PlayWorld, ended_run, key
@@ -62,8 +62,12 @@ def test_lanes_give_each_entry_back_once_and_log_each_call_and_run(
         assert swept.detail["reverted"] == 2
 
 
-def test_the_default_is_two_lanes_where_writes_lock_rows_and_one_where_they_lock_the_store(
-    make_runledger: Factory,
+def test_the_default_is_two_lanes_on_postgresql_and_one_on_sqlite(
+    make_runledger: Factory, store_url: str
 ) -> None:
-    rl = make_runledger()
-    assert rl.cleanup.lanes == (2 if rl.queries.backend.row_locks else 1)
+    assert make_runledger().cleanup.lanes == (1 if store_url.startswith("sqlite") else 2)
+
+
+def test_more_lanes_than_the_bound_are_refused() -> None:
+    with pytest.raises(ValueError, match="at most 8 lanes"):
+        at_once([lambda: None] * 9)

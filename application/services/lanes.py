@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
+from functools import partial
 from typing import TypeVar
 
-MAX_LANES = 8
+from runledger.application.settings import MAX_CLEANUP_LANES
+
 T = TypeVar("T")
 R = TypeVar("R")
 
-_THREADS = ThreadPoolExecutor(max_workers=MAX_LANES - 1, thread_name_prefix="runledger-lane")
+_THREADS = ThreadPoolExecutor(
+    max_workers=MAX_CLEANUP_LANES - 1, thread_name_prefix="runledger-lane"
+)
 """Lanes past the first; the caller's thread works the first. Reused, pass after pass."""
 
 
@@ -28,14 +32,20 @@ def divide(items: list[T], lanes: int) -> list[list[T]]:
 
 
 def in_lanes(work: Callable[[list[T]], R], items: list[T], lanes: int) -> list[R]:
-    """``work`` over each lane's items, the lanes at once, their answers in lane order. Every
-    lane has ended when this returns or raises; a lane's exception is raised here."""
-    parts = divide(items, min(lanes, MAX_LANES))
-    if len(parts) <= 1:
-        return [work(part) for part in parts]
-    others = [_THREADS.submit(work, part) for part in parts[1:]]
+    """``work`` over each lane's items, the lanes at once, their answers in lane order."""
+    return at_once([partial(work, part) for part in divide(items, lanes)])
+
+
+def at_once(lanes: list[Callable[[], R]]) -> list[R]:
+    """Each lane's answer, the lanes worked at once, in lane order. Every lane has ended when
+    this returns or raises; a lane's exception is raised here."""
+    if len(lanes) <= 1:
+        return [lane() for lane in lanes]
+    if len(lanes) > MAX_CLEANUP_LANES:
+        raise ValueError(f"at most {MAX_CLEANUP_LANES} lanes, not {len(lanes)}")
+    others = [_THREADS.submit(lane) for lane in lanes[1:]]
     try:
-        first = work(parts[0])
+        first = lanes[0]()
     finally:
         wait(others)
     return [first, *(lane.result() for lane in others)]
