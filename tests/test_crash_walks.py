@@ -534,10 +534,12 @@ def test_parallel_runners_over_two_hundred_runs_dispatch_nothing_twice_nor_give_
     left_named = {e.ref for e in left if e.kind != PLACEHOLDER_KIND}
     left_under_keys = {r for e in left if e.kind == PLACEHOLDER_KIND for r in world.made[e.ref]}
     assert left_named <= world.alive <= left_named | left_under_keys
-    # Not vacuous: runs ended both ways, some cleanups failed for good, most were complete.
+    # Not vacuous: runs ended both ways, some cleanups failed for good, most were complete. How
+    # many is up to the three runners' timing: 156-164 of 200 in ten runs here, idle or loaded,
+    # and 149 once in CI; the bound asks for most, not for a figure the timing may miss.
     assert {r.status for r in rows.values()} == {"completed", "aborted"}
     statuses = Counter(r.cleanup_status for r in rows.values())
-    assert set(statuses) == {"complete", "incomplete"} and statuses["complete"] > 150, statuses
+    assert set(statuses) == {"complete", "incomplete"} and statuses["complete"] > 100, statuses
 
 
 def test_a_run_cancelled_while_a_step_is_in_flight_still_gives_back_what_that_step_made(
