@@ -106,6 +106,10 @@ class Backend(ABC):
     def missing_tables(self) -> list[str]:
         """The runledger tables this store does not have yet."""
 
+    @abstractmethod
+    def index_names(self) -> set[str]:
+        """The names of the indexes this store holds, in runledger's schema."""
+
     def blames_event(self, error: BaseException) -> bool:
         """Whether applying an event raised this, rather than the store being in trouble."""
         found = driver_error(error)
@@ -150,13 +154,16 @@ class Backend(ABC):
         rows: list[list[Any]],
     ) -> None:
         """Insert or replace many rows of a projection table, keyed by ``key``."""
+        cursor.executemany(self.upsert_statement(table, columns, key), rows)
+
+    def upsert_statement(self, table: str, columns: Sequence[str], key: str) -> str:
+        """The statement that inserts or replaces one row."""
         names = ", ".join(columns)
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
-        statement = self.sql(
+        return self.sql(
             f"INSERT INTO {{{table}}} ({names}) VALUES ({self.markers(len(columns))}) "
             f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
         )
-        cursor.executemany(statement, rows)
 
     def sql(self, statement: str) -> str:
         """A statement written once, with {table} names and %s markers, for this engine."""

@@ -11,7 +11,7 @@ from uuid import UUID
 
 from runledger.projections.backend import Backend
 from runledger.projections.queries import LogLine
-from runledger.projections.schema import UNRESOLVED_STATES
+from runledger.projections.schema import is_unresolved
 from runledger.projections.statements import _OPEN
 
 # domain/status.py's cleanup_status, over the same counts; tests/test_rules_once.py holds the two
@@ -23,7 +23,7 @@ CLEANUP_STATUS_SQL = """CASE WHEN c.entries = 0 THEN 'not_required'
 _COUNTED = f"""SELECT u.run_id, u.status, u.name, u.started_at,
         (SELECT COUNT(*) FROM {{rl_resources}} r WHERE r.run_id = u.run_id) AS entries,
         (SELECT COUNT(*) FROM {{rl_resources}} r WHERE r.run_id = u.run_id
-            AND r.status IN {UNRESOLVED_STATES}) AS unresolved,
+            AND {is_unresolved()}) AS unresolved,
         (SELECT COUNT(*) FROM {{rl_resources}} r WHERE r.run_id = u.run_id
             AND {_OPEN}) AS open
     FROM {{rl_runs}} u"""
@@ -145,7 +145,7 @@ class Pages:
     def unresolved_counts(self) -> list[tuple[str, int]]:
         rows = self._rows(
             f"""SELECT status, COUNT(*) AS n FROM {{rl_resources}}
-                WHERE status IN {UNRESOLVED_STATES} GROUP BY status""",
+                WHERE {is_unresolved("status")} GROUP BY status""",
             [],
         )
         return [(r["status"], int(r["n"])) for r in rows]
@@ -153,7 +153,7 @@ class Pages:
     def selected(self, where: Where, limit: int) -> list[Any]:
         """Up to ``limit`` unresolved entries (rows of rl_resources) of ended runs matching
         ``where``, in the order the runs ended."""
-        conditions = [f"r.status IN {UNRESOLVED_STATES}", "u.status <> 'running'"]
+        conditions = [is_unresolved(), "u.status <> 'running'"]
         params: list[Any] = []
         for column, value in (
             ("r.module", where.module),

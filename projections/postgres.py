@@ -199,3 +199,8 @@ class PostgresBackend(Backend):
             )
             present = {row["table_name"] for row in cursor.fetchall()}
         return [t for t in (self.events_table, *TABLES) if t not in present]
+
+    def index_names(self) -> set[str]:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", [self.schema])
+            return {row["indexname"] for row in cursor.fetchall()}

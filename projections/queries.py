@@ -13,7 +13,7 @@ from uuid import UUID
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
 from runledger.projections.backend import Backend
 from runledger.projections.rows import EntryRow, LogLine, RunRow
-from runledger.projections.schema import UNRESOLVED_STATES
+from runledger.projections.schema import is_unresolved
 from runledger.projections.statements import (
     CANDIDATES,
     PAGE,
@@ -152,7 +152,7 @@ class Queries:
     def unresolved_entries(self, run_id: UUID) -> list[EntryRow]:
         rows = self._rows(
             f"""SELECT * FROM {{rl_resources}} r WHERE r.run_id = %s
-            AND r.status IN {UNRESOLVED_STATES} ORDER BY r.recorded_at, r.entry_id""",
+            AND {is_unresolved()} ORDER BY r.recorded_at, r.entry_id""",
             [str(run_id)],
         )
         return [EntryRow.of(row) for row in rows]
@@ -160,7 +160,7 @@ class Queries:
     def live_named_entries(self, module: str) -> list[EntryRow]:
         rows = self._rows(
             f"""SELECT * FROM {{rl_resources}} r WHERE r.module = %s
-            AND r.status IN {UNRESOLVED_STATES} AND r.status IN ('live', 'failing')
+            AND {is_unresolved()} AND r.status IN ('live', 'failing')
             AND r.kind <> '{PLACEHOLDER_KIND}' AND r.kind <> '{LEASE_KIND}'
             ORDER BY r.recorded_at, r.entry_id""",
             [module],
@@ -170,7 +170,7 @@ class Queries:
     def unresolved_matching(self, module: str, kind: str, ref: str) -> list[EntryRow]:
         rows = self._rows(
             f"""SELECT * FROM {{rl_resources}} r WHERE r.module = %s AND r.kind = %s
-            AND r.ref = %s AND r.status IN {UNRESOLVED_STATES}""",
+            AND r.ref = %s AND {is_unresolved()}""",
             [module, kind, ref],
         )
         return [EntryRow.of(row) for row in rows]
@@ -213,7 +213,7 @@ class Queries:
     def modules_with_live_entries(self) -> list[str]:
         rows = self._rows(
             f"""SELECT DISTINCT r.module FROM {{rl_resources}} r
-            WHERE r.status IN {UNRESOLVED_STATES} ORDER BY r.module""",
+            WHERE {is_unresolved()} ORDER BY r.module""",
             [],
         )
         return [row["module"] for row in rows]

@@ -153,6 +153,11 @@ class SQLiteBackend(Backend):
             present = {row["name"] for row in cursor.fetchall()}
         return [t for t in (self.events_table, *TABLES) if t not in present]
 
+    def index_names(self) -> set[str]:
+        with self.transaction(commit=False) as cursor:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+            return {row["name"] for row in cursor.fetchall()}
+
 
 def _dashed(hex_id: str) -> str:
     """The text form of a UUID stored as 32 hex digits, without building a UUID."""

@@ -9,16 +9,16 @@ from typing import Any
 from uuid import UUID
 
 from runledger.domain.resource import LEASE_KIND
-from runledger.projections.schema import OPEN_STATES, UNRESOLVED_STATES
+from runledger.projections.schema import is_open, is_unresolved
 
 # Work automatic cleanup may still do: retryable entries, and attempts in flight.
 _OPEN = (
-    f"r.status IN {OPEN_STATES} AND r.terminal = 0 AND "
+    f"{is_open()} AND r.terminal = 0 AND "
     "(r.attempts < %s OR (r.claim_expires IS NOT NULL AND r.claim_expires > %s))"
 )
 # ... that is not under a live claim and whose back-off has passed: the work a sweep may take now.
 _RETRYABLE = (
-    f"r.status IN {OPEN_STATES} AND r.terminal = 0 AND r.attempts < %s "
+    f"{is_open()} AND r.terminal = 0 AND r.attempts < %s "
     "AND (r.claim_expires IS NULL OR r.claim_expires <= %s) "
     "AND (r.next_attempt IS NULL OR r.next_attempt <= %s)"
 )
@@ -48,7 +48,7 @@ def runs_statement(markers: str) -> str:
     return f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
         u.ended_at, {ORIGIN},
         COUNT(r.entry_id) AS entries,
-        SUM(CASE WHEN r.status IN {UNRESOLVED_STATES} THEN 1 ELSE 0 END) AS unresolved,
+        SUM(CASE WHEN {is_unresolved()} THEN 1 ELSE 0 END) AS unresolved,
         SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
     FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r ON r.run_id = u.run_id
     WHERE u.run_id IN ({markers})

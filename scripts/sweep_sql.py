@@ -45,7 +45,7 @@ from runledger.application.services.lanes import at_once, divide
 from runledger.application.services.verdicts import Summary
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
-from runledger.projections.schema import OPEN_STATES, TABLE_DDL
+from runledger.projections.schema import TABLE_DDL, is_open
 from runledger.projections.statements import (
     CANDIDATES,
     PAGE,
@@ -281,7 +281,7 @@ class PlainSweep:
             self.sql.render(
                 "UPDATE {rl_resources} SET attempts = attempts + 1, claim_worker = %s, "
                 "claim_expires = %s, next_attempt = NULL, updated_at = %s, version = version + 1 "
-                f"WHERE entry_id IN ({self.sql.marks(len(ids))}) AND status IN {OPEN_STATES} "
+                f"WHERE entry_id IN ({self.sql.marks(len(ids))}) AND {is_open('status')} "
                 "AND terminal = 0 AND attempts < %s "
                 "AND (claim_expires IS NULL OR claim_expires <= %s) "
                 "AND (next_attempt IS NULL OR next_attempt <= %s) "

@@ -32,7 +32,7 @@ from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.postgres import PostgresBackend
-from runledger.projections.schema import missing_columns
+from runledger.projections.schema import missing_columns, missing_indexes
 from runledger.projections.sqlite import SQLiteBackend
 
 A = TypeVar("A", bound=Aggregate)
@@ -74,7 +74,7 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         _binary_inserts(app)
         backend = _backend(app)
         missing = backend.missing_tables()
-        older = [] if missing else missing_columns(backend)
+        older = [] if missing else missing_columns(backend) + missing_indexes(backend)
         if isinstance(backend, PostgresBackend):
             pooling.last_in_first_out(backend.datastore.pool)
         if not missing and isinstance(backend, PostgresBackend):
