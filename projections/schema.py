@@ -29,6 +29,10 @@ def is_unresolved(column: str = "r.status") -> str:
     return any_of(UNRESOLVED, column)
 
 
+# rl_resources' index of the open entries, the one the candidate query reads (the benchmarks
+# look for it in the query's plan by this name).
+OPEN_INDEX = "_open2"
+
 # Index names carry the table's suffix ({ix_...}), so a rebuild's shadow tables have their own.
 TABLE_DDL: dict[str, list[str]] = {
     "rl_tracking": [
@@ -63,7 +67,7 @@ TABLE_DDL: dict[str, list[str]] = {
             last_error TEXT, drift_current TEXT, recorded_at DOUBLE PRECISION NOT NULL,
             updated_at DOUBLE PRECISION NOT NULL, next_attempt DOUBLE PRECISION,
             version BIGINT NOT NULL)""",
-        f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}_open2 ON {{rl_resources}} (run_id)
+        f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}{OPEN_INDEX} ON {{rl_resources}} (run_id)
             WHERE {is_open("status")} AND terminal = 0""",
         f"""CREATE INDEX IF NOT EXISTS {{ix_rl_resources}}_unresolved2 ON {{rl_resources}}
             (run_id) WHERE {is_unresolved("status")}""",

@@ -28,9 +28,10 @@ from sweep_world import (
 )
 
 from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.projections import schema
 from runledger.projections.statements import CANDIDATES
 
-OPEN_INDEX = "rl_resources_open"
+OPEN_INDEX = "rl_resources" + schema.OPEN_INDEX
 FAST_TOGETHER = 4
 """--replay fast: recorded rounds sharing each upsert, ~2,000 rows (a catch-up page is 2,000
 events), and of the reads only the candidate query, once for them: the read that scans the

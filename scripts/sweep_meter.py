@@ -14,6 +14,7 @@ from typing import Any
 
 import runledger.application.services.give_back as cleanup_module
 from runledger.application.bootstrap import Runledger
+from runledger.projections.schema import OPEN_INDEX
 
 # give_back calls the name it imported: the meter patches that binding (patching
 # modules.deadline would not reach it), so the name is looked up rather than an attribute.
@@ -200,9 +201,9 @@ PG_HEALTH = """SELECT s.relname, s.n_live_tup, s.n_dead_tup, s.n_tup_ins, s.n_tu
 PG_INDEXES = """SELECT i.indexrelname, pg_relation_size(i.indexrelid) AS size
     FROM pg_stat_user_indexes i WHERE i.schemaname = %s AND i.relname = 'rl_resources'
     ORDER BY i.indexrelname"""
-SQLITE_PAGES = """SELECT name, COUNT(*) AS pages, SUM(pgsize - unused) * 1.0 / SUM(pgsize)
-    FROM dbstat WHERE name IN ('rl_resources', 'rl_resources_open', 'rl_runs') GROUP BY name
-    ORDER BY name"""
+SQLITE_PAGES = f"""SELECT name, COUNT(*) AS pages, SUM(pgsize - unused) * 1.0 / SUM(pgsize)
+    FROM dbstat WHERE name IN ('rl_resources', 'rl_resources{OPEN_INDEX}', 'rl_runs')
+    GROUP BY name ORDER BY name"""
 
 
 def health(engine: str, conn: Any, schema: str) -> Health:

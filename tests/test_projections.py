@@ -134,8 +134,8 @@ def test_the_sweeps_candidate_query_reads_the_open_entries_index(
         cursor.execute(explain + rl.backend.sql(CANDIDATES), [0.0, 3, 0.0, 0.0, 10])
         plan = " ".join(str([row[k] for k in row.keys()]) for row in cursor.fetchall())  # noqa: SIM118
     assert (
-        "rl_resources_open" in plan
-        or "rl_resources_target" in plan
-        or ("rl_resources_unresolved" in plan)
+        "rl_resources_open2" in plan
+        or "rl_resources_target2" in plan
+        or ("rl_resources_unresolved2" in plan)
     ), plan
     assert "rl_resources_run " not in plan and "rl_resources_pkey" not in plan
