@@ -2,10 +2,10 @@
 
 On PostgreSQL a bitmap scan never marks the index entries of rows updated out of a partial
 index, so without a VACUUM (autovacuum off, or behind) every candidate query met every entry
-ever given back: 43 ms at 300,000 (scripts/README.md, part 2). A plain index scan marks them as
-it meets them. These tests hold the candidate query to reading that way, and every other read
-as it was; the effect at 300,000 entries is measured by scripts/bench_sweep.py --parts 2 (a test
-store is too small for the planner to choose a bitmap scan either way).
+ever given back: 43 ms at 300,000 (scripts/MEASUREMENTS.md, part 2). A plain index scan marks
+them as it meets them. These tests hold the candidate query to reading that way, and every other
+read as it was; the effect at 300,000 entries is measured by scripts/bench_sweep.py --parts 2 (a
+test store is too small for the planner to choose a bitmap scan either way).
 """
 
 from __future__ import annotations
