@@ -31,7 +31,7 @@ from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.projections import schema
 from runledger.projections.statements import CANDIDATES
 
-OPEN_INDEX = "rl_resources" + schema.OPEN_INDEX
+OPEN_INDEX_NAME = "rl_resources" + schema.OPEN_INDEX
 FAST_TOGETHER = 4
 """--replay fast: recorded rounds sharing each upsert, ~2,000 rows (a catch-up page is 2,000
 events), and of the reads only the candidate query, once for them: the read that scans the
@@ -79,7 +79,7 @@ def served_by(plan: str) -> str:
     """Whether the plan reads the entries through the open-entries index, and what else."""
     indexes = sorted(set(re.findall(r"\brl_resources_\w+", plan)))
     scanned = re.search(r"Seq Scan on rl_resources\b|SCAN r$", plan, re.MULTILINE)
-    verdict = "yes" if OPEN_INDEX in indexes and not scanned else "NO"
+    verdict = "yes" if OPEN_INDEX_NAME in indexes and not scanned else "NO"
     found = ", ".join(indexes) or "no index"
     return f"{verdict} (rl_resources read through {found}{'; a full scan' if scanned else ''})"
 
