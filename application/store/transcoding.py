@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
-from eventsourcing.persistence import JSONTranscoder
+import orjson
+from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, Transcoding, UUIDAsHex
 
 from runledger.domain.values import UnsafeValue
 from runledger.projections.lazy import parse_state, revive
@@ -13,7 +16,7 @@ MAX_EVENT_BYTES = 8 * 1024 * 1024
 
 # A NUL the encoder escaped, not a backslash before the letters "u0000": an odd run of
 # backslashes before them.
-_ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+_ESCAPED_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 class FastJSONTranscoder(JSONTranscoder):
@@ -21,9 +24,11 @@ class FastJSONTranscoder(JSONTranscoder):
 
     The stock reader calls back into Python for every object the parser meets; parsing in C and
     reviving only the typed values (``{"_type_": ..., "_data_": ...}``) afterwards reads the same
-    bytes into the same objects faster. The stock writer allows NaN, which the readers refuse,
-    and NUL, which PostgreSQL text refuses: here neither is ever written. Services check values
-    where they come in and say which field; this is the rule that makes a bad event impossible.
+    bytes into the same objects faster. Writing, an event of plain values (``_flat``) goes
+    through orjson to the very bytes the stock writer gives, and any other through the stock
+    writer. That allows NaN, which the readers refuse, and NUL, which PostgreSQL text refuses:
+    here neither is ever written. Services check values where they come in and say which field;
+    this is the rule that makes a bad event impossible.
     """
 
     def __init__(self) -> None:
@@ -31,22 +36,64 @@ class FastJSONTranscoder(JSONTranscoder):
         self.encoder = json.JSONEncoder(
             default=self._encode_obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
+        self._iso: str | None = None
+        self._hex: str | None = None
+
+    def register(self, transcoding: Transcoding) -> None:
+        super().register(transcoding)
+        # The flat path writes moments and ids itself only while they are the library's own.
+        found = self.types.get(datetime)
+        self._iso = found.name if type(found) is DatetimeAsISO else None
+        found = self.types.get(UUID)
+        self._hex = found.name if type(found) is UUIDAsHex else None
 
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict:
+            flat = self._flat(obj)
+            if flat is not None:
+                try:
+                    data = orjson.dumps(flat)
+                except orjson.JSONEncodeError:
+                    pass  # a lone surrogate, an integer past 64 bits: the general path says which
+                else:
+                    return self._bounded(data)
             obj = self._typed_fields(obj)
         try:
             text = self.encoder.encode(obj)
         except ValueError as error:  # allow_nan=False
             raise UnsafeValue("an event", f"cannot be stored: {error}") from None
-        # The plain search first: the regex tries its look-behind at every position (~20 us an
-        # event, the sweep's single largest cost in its save), the search only finds a candidate.
-        if "\\u0000" in text and _ESCAPED_NUL.search(text):
-            raise UnsafeValue("an event", "cannot be stored: a text contains the NUL character")
         try:
             data = text.encode("utf8")
         except UnicodeEncodeError:
             raise UnsafeValue("an event", "cannot be stored: a text has a lone surrogate") from None
+        return self._bounded(data)
+
+    def _flat(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """A state of text, whole numbers, flags, nulls, UTC moments and ids, ready for orjson,
+        which writes it byte for byte as the library's encoder would, ~10x faster; None for any
+        other state. Most events are such (a claim, a verdict, a step's dispatch), and none of
+        their values can be NaN or hide one in a container. A float is left to the general path:
+        orjson spells some of them otherwise (1e16 against 1e+16), and writes NaN as null."""
+        iso, hexed = self._iso, self._hex
+        flat: dict[str, Any] = {}
+        for key, value in state.items():
+            kind = type(value)
+            if kind is str or kind is int or kind is bool or value is None:
+                flat[key] = value
+            elif kind is datetime and value.tzinfo is UTC and iso is not None:
+                flat[key] = {"_type_": iso, "_data_": value}  # orjson writes its isoformat()
+            elif kind is UUID and hexed is not None:
+                flat[key] = {"_type_": hexed, "_data_": value.hex}
+            else:
+                return None
+        return flat
+
+    def _bounded(self, data: bytes) -> bytes:
+        """The bytes, unless they hold a NUL or are too large to store."""
+        # The plain search first: the regex tries its look-behind at every position (~20 us an
+        # event, the sweep's single largest cost in its save), the search only finds a candidate.
+        if b"\\u0000" in data and _ESCAPED_NUL.search(data):
+            raise UnsafeValue("an event", "cannot be stored: a text contains the NUL character")
         if len(data) > MAX_EVENT_BYTES:
             raise UnsafeValue("an event", f"of {len(data):,} bytes is too large to store")
         return data
