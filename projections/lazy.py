@@ -58,7 +58,7 @@ class Revived:
             if tag == ISO and self.iso and len(stored) == 2:
                 value = datetime.fromisoformat(stored["_data_"])
             elif tag == HEX and self.hex and len(stored) == 2:
-                value = _uuid(stored["_data_"])
+                value = known_uuid(stored["_data_"])
             else:
                 value = revive(stored, self.transcodings)
         elif kind is list:
@@ -84,7 +84,7 @@ class Revived:
 _UUIDS: dict[str, UUID] = {}
 
 
-def _uuid(text: str) -> UUID:
+def known_uuid(text: str) -> UUID:
     """UUIDs are immutable, and the same few recur (a run's id in each of its entries, steps
     and lines): the last few thousand read are kept."""
     found = _UUIDS.get(text)
@@ -137,9 +137,10 @@ def lazy_event(
     return event
 
 
-def parse_state(state: bytes) -> Any:
-    """An event's stored JSON. Events written before NaN and huge integers were refused hold
-    what orjson rejects; the standard parser still reads them, so they never stop a reader."""
+def parse_state(state: bytes | str) -> Any:
+    """Stored JSON: an event's state, or a view's JSON column. Events written before NaN and
+    huge integers were refused hold what orjson rejects (and a view's column may hold NaN);
+    the standard parser still reads them, so they never stop a reader."""
     try:
         return orjson.loads(state)
     except orjson.JSONDecodeError:

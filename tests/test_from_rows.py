@@ -4,6 +4,7 @@ has moved past must lose its save."""
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -14,6 +15,7 @@ from eventsourcing.persistence import IntegrityError
 from runledger.application.bootstrap import Runledger
 from runledger.application.services.from_rows import entry_from_row
 from runledger.domain.resource import Resource
+from runledger.projections.rows import EntryRow
 from tests.by_hand import claim
 from tests.game import Clock, step
 from tests.playing import (
@@ -101,3 +103,17 @@ def test_a_sweep_over_a_stale_row_claims_the_entry_afresh_and_gives_it_back(
         ("reverted", 2),
         ("reverted", 1),
     ]
+
+
+def test_a_row_read_is_the_frozen_entry_row_its_fields_make(
+    rl: Runledger, world: PlayWorld
+) -> None:
+    """EntryRow.of fills the row in place, not through the frozen __init__: it must still be
+    the same value, and still refuse an assignment."""
+    run = play(rl, step("spawn", SPAWN, named=[{"kind": "creature", "ref": "1", "payload": {}}]))
+    [c1] = made(run, "spawn", "1")
+    read = entry(rl, c1)
+    assert read == EntryRow(**vars(read))
+    assert read.payload == {} and read.run_id == run
+    with pytest.raises(FrozenInstanceError):
+        read.status = "reverted"  # type: ignore[misc]
