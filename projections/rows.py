@@ -52,7 +52,7 @@ class EntryRow:
     def of(cls, row: Any) -> EntryRow:
         # Filled in place rather than through the frozen __init__, which sets its twenty fields
         # one object.__setattr__ at a time: a sweep makes one for every entry it works (8.4 ->
-        # 3 us here). Frozen all the same: assigning to a field raises.
+        # 2.5 us here, with orjson and the cached run id). Still frozen: assigning raises.
         made = object.__new__(cls)
         made.__dict__.update(
             entry_id=UUID(row["entry_id"]),
