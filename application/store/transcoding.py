@@ -49,14 +49,9 @@ class FastJSONTranscoder(JSONTranscoder):
 
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict:
-            flat = self._flat(obj)
-            if flat is not None:
-                try:
-                    data = orjson.dumps(flat)
-                except orjson.JSONEncodeError:
-                    pass  # a lone surrogate, an integer past 64 bits: the general path says which
-                else:
-                    return self._bounded(data)
+            quick = self._quick(obj)
+            if quick is not None:
+                return self._bounded(quick)
             obj = self._typed_fields(obj)
         try:
             text = self.encoder.encode(obj)
@@ -67,6 +62,16 @@ class FastJSONTranscoder(JSONTranscoder):
         except UnicodeEncodeError:
             raise UnsafeValue("an event", "cannot be stored: a text has a lone surrogate") from None
         return self._bounded(data)
+
+    def _quick(self, state: dict[str, Any]) -> bytes | None:
+        """orjson's bytes for a flat state; None for the general path to write (or refuse)."""
+        flat = self._flat(state)
+        if flat is None:
+            return None
+        try:
+            return orjson.dumps(flat)
+        except orjson.JSONEncodeError:
+            return None  # a lone surrogate, an integer past 64 bits: the general path says which
 
     def _flat(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """A state of text, whole numbers, flags, nulls, UTC moments and ids, ready for orjson,
