@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from sweep_meter import Health, health
+from sweep_meter import OPEN_INDEX_NAME, Health, health
 from sweep_rounds import TAG, Replay, Sent, Written, real_round, real_work
 from sweep_sql import Sql
 from sweep_world import (
@@ -28,10 +28,8 @@ from sweep_world import (
 )
 
 from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.projections import schema
 from runledger.projections.statements import CANDIDATES
 
-OPEN_INDEX_NAME = "rl_resources" + schema.OPEN_INDEX
 FAST_TOGETHER = 4
 """--replay fast: recorded rounds sharing each upsert, ~2,000 rows (a catch-up page is 2,000
 events), and of the reads only the candidate query, once for them: the read that scans the

@@ -16,6 +16,9 @@ import runledger.application.services.give_back as cleanup_module
 from runledger.application.bootstrap import Runledger
 from runledger.projections.schema import OPEN_INDEX
 
+OPEN_INDEX_NAME = "rl_resources" + OPEN_INDEX
+"""The open-entries index of the live rl_resources table, as plans and dbstat name it."""
+
 # give_back calls the name it imported: the meter patches that binding (patching
 # modules.deadline would not reach it), so the name is looked up rather than an attribute.
 DEADLINE = "call_with_deadline"
@@ -202,7 +205,7 @@ PG_INDEXES = """SELECT i.indexrelname, pg_relation_size(i.indexrelid) AS size
     FROM pg_stat_user_indexes i WHERE i.schemaname = %s AND i.relname = 'rl_resources'
     ORDER BY i.indexrelname"""
 SQLITE_PAGES = f"""SELECT name, COUNT(*) AS pages, SUM(pgsize - unused) * 1.0 / SUM(pgsize)
-    FROM dbstat WHERE name IN ('rl_resources', 'rl_resources{OPEN_INDEX}', 'rl_runs')
+    FROM dbstat WHERE name IN ('rl_resources', '{OPEN_INDEX_NAME}', 'rl_runs')
     GROUP BY name ORDER BY name"""
 
 
