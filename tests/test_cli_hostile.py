@@ -56,7 +56,7 @@ def env(tmp_path: Path, store_url: str) -> dict[str, str]:
     folder = tmp_path / "modules" / "hostile"
     folder.mkdir(parents=True)
     (folder / "module.toml").write_text(
-        'name = "hostile"\nsite = "hostile-site"\napi = "1.0"\nentry = "code.py:register"\n',
+        'name = "hostile"\nsite = "hostile-site"\napi = "2.0"\nentry = "code.py:register"\n',
         encoding="utf-8",
     )
     (folder / "code.py").write_text(MODULE_CODE, encoding="utf-8")

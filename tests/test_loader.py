@@ -26,8 +26,8 @@ def register(ctx):
     ctx.action(ctx.name + ".spawn",
                perform=lambda params, idempotency_key, run_id: {"ok": True, "resources": []},
                revert=lambda resources, idempotency_key, run_id: {"ok": True})
-    ctx.lease(ctx.name + ".door", apply=lambda target, value, run_id: None,
-              restore=lambda baseline, expected, run_id, target: {"ok": True})
+    ctx.lease(ctx.name + ".door", apply=lambda target, value, run_id, idempotency_key: None,
+              restore=lambda baseline, expected, run_id, target, idempotency_key: {"ok": True})
 """
 
 
@@ -37,7 +37,7 @@ def write_module(
     *,
     name: str | None = None,
     site: str = "shard-1",
-    api: str = "1.0",
+    api: str = "2.0",
     entry: str = "code.py:register",
     code: str | None = GOOD,
     settings: list[str] | None = None,
@@ -192,7 +192,7 @@ def bad_toml(root: Path, folder: str) -> None:
 def missing_field(root: Path, folder: str) -> None:
     where = write_module(root, folder, site=folder)
     (where / "module.toml").write_text(
-        f'name = "{folder}"\nsite = "{folder}"\napi = "1.0"\n', encoding="utf-8"
+        f'name = "{folder}"\nsite = "{folder}"\napi = "2.0"\n', encoding="utf-8"
     )
 
 
@@ -205,13 +205,19 @@ FAILURES: dict[str, tuple[Callable[[Path, str], Any], str]] = {
     "no manifest": (no_manifest, "no module.toml in the folder"),
     "bad TOML": (bad_toml, "module.toml is not valid TOML: "),
     "missing field": (missing_field, "module.toml: entry: Field required"),
-    "api 2.0": (
-        broken(api="2.0"),
-        "module API 2.0 is not compatible with this core's MODULE_API 1.0",
+    "api 3.0": (
+        broken(api="3.0"),
+        "module API 3.0 is not compatible with this core's MODULE_API 2.0",
     ),
-    "api 1.9": (
-        broken(api="1.9"),
-        "module API 1.9 is not compatible with this core's MODULE_API 1.0",
+    "api 2.9": (
+        broken(api="2.9"),
+        "module API 2.9 is not compatible with this core's MODULE_API 2.0",
+    ),
+    "api 1.0": (
+        broken(api="1.0"),
+        "module API 1.0 is not compatible with this core's MODULE_API 2.0: 2.0 passes "
+        "idempotency_key to apply and restore, and revert must end (fence) its key "
+        "— see MODULES.md",
     ),
     "api not a version": (broken(api="one"), "module.toml: api: String should match pattern"),
     "entry file missing": (
@@ -250,6 +256,21 @@ def test_a_broken_module_fails_alone_with_a_readable_reason(
     assert found["broken"].status == "startup_failed"
     assert (found["broken"].reason or "").startswith(reason), found["broken"].reason
     assert (found["alpha"].status, found["zulu"].status) == ("loaded", "loaded")
+
+
+def test_a_module_written_for_api_1_is_refused_before_its_code_runs_with_what_2_0_changed(
+    load: Load, modules_dir: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "imported"
+    write_module(modules_dir, "old", api="1.0", code=marking(marker, GOOD))
+    (status,) = load(modules_dir).modules
+    assert (status.status, status.reason) == (
+        "startup_failed",
+        "module API 1.0 is not compatible with this core's MODULE_API 2.0: 2.0 passes "
+        "idempotency_key to apply and restore, and revert must end (fence) its key "
+        "— see MODULES.md",
+    )
+    assert not marker.exists()
 
 
 def test_every_kind_of_failure_side_by_side_still_leaves_a_working_service(
@@ -408,7 +429,7 @@ def test_runledger_modules_lists_every_module_with_site_status_reason_actions_an
 ) -> None:
     write_module(modules_dir, "a-first", name="alpha")
     write_module(modules_dir, "b-second", name="beta")
-    write_module(modules_dir, "c-old", name="gamma", site="shard-3", api="2.0")
+    write_module(modules_dir, "c-old", name="gamma", site="shard-3", api="3.0")
     (modules_dir / "d-empty").mkdir()
     env = {
         "RUNLEDGER_DATABASE_URL": f"sqlite:///{tmp_path / 'ledger.sqlite3'}",
@@ -444,7 +465,7 @@ def test_runledger_modules_lists_every_module_with_site_status_reason_actions_an
             "startup_failed",
             "",
             "",
-            "module API 2.0 is not compatible with this core's MODULE_API 1.0",
+            "module API 3.0 is not compatible with this core's MODULE_API 2.0",
         ],
         "(d-empty)": ["", "startup_failed", "", "", "no module.toml in the folder"],
     }
@@ -468,9 +489,9 @@ def register(ctx):
                revert=lambda resources, idempotency_key, run_id: {"ok": True},
                reconcile=in_force)
     ctx.lease(ctx.name + ".door",
-              apply=lambda target, value, run_id: {"ok": True, "baseline": "shut",
+              apply=lambda target, value, run_id, idempotency_key: {"ok": True, "baseline": "shut",
                                                    "applied": value},
-              restore=lambda baseline, expected, run_id, target: {"ok": True})
+              restore=lambda baseline, expected, run_id, target, idempotency_key: {"ok": True})
 """
 
 

@@ -62,7 +62,7 @@ def stall_module(folder: Path) -> Path:
     home = folder / "modules" / "stall"
     home.mkdir(parents=True)
     (home / "module.toml").write_text(
-        'name = "stall"\nsite = "stall"\napi = "1.0"\nentry = "stall.py:register"\n'
+        'name = "stall"\nsite = "stall"\napi = "2.0"\nentry = "stall.py:register"\n'
     )
     (home / "stall.py").write_text(STALL)
     return home.parent

@@ -10,7 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runledger.application.modules.status import ModuleFailed
 
-MODULE_API = "1.0"
+MODULE_API = "2.0"
+
+# What each major version of the module contract changed, said when an older module is refused.
+CHANGED = {
+    2: "2.0 passes idempotency_key to apply and restore, and revert must end (fence) its key",
+}
 
 
 class Manifest(BaseModel):
@@ -44,6 +49,8 @@ def check_api(wanted: str) -> None:
     major, minor = (int(p) for p in wanted.split("."))
     core_major, core_minor = (int(p) for p in MODULE_API.split("."))
     if major != core_major or minor > core_minor:
-        raise ModuleFailed(
-            f"module API {wanted} is not compatible with this core's MODULE_API {MODULE_API}"
-        )
+        why = f"module API {wanted} is not compatible with this core's MODULE_API {MODULE_API}"
+        changes = [CHANGED[n] for n in range(major + 1, core_major + 1) if n in CHANGED]
+        if changes:
+            why += f": {'; '.join(changes)} — see MODULES.md"
+        raise ModuleFailed(why)

@@ -13,12 +13,22 @@ ModuleFn = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Action:
-    """A verb a step performs, and how to give back what it made.
+    """A verb a step performs, and how to give back what it made (MODULE_API 2.0, MODULES.md).
 
-    - ``perform(params=, idempotency_key=, run_id=)`` answers ``{ok: true, resources: [...]}``.
+    - ``perform(params=, idempotency_key=, run_id=)`` answers ``{ok: true, resources: [{kind,
+      ref, payload?, member_key?, until?}]}``. Idempotent by key: a repeat makes nothing new and
+      answers the same resources. Under a key a revert has ended it makes nothing and answers
+      ``{ok: false, retry: false, error}``, even when it was already running as the revert came:
+      checking the fence and making are one atomic step.
     - ``revert(resources=[{kind, ref, payload, member_key}], idempotency_key=, run_id=)`` gives
-      back a group; with no resources it gives back whatever it made under that key.
+      back a group, or with no resources whatever it made under that key, and in the same
+      atomic step ends (fences) the key. Answers ``{ok: true, failed?: [refs]}``,
+      ``{ok: false, retry: false, error}`` (nothing will change until a person acts) or
+      ``{ok: false, error}`` (try again).
     - ``reconcile(resources=[...], run_id=)`` answers ``{ok: true, in_force: [refs]}``.
+
+    A call abandoned at its deadline may still answer, and its answer is recorded: a late
+    answer must be as true as a timely one.
 
     For a definition's dry run (which never calls the three above), optionally:
 
@@ -39,11 +49,19 @@ class Action:
 
 @dataclass(frozen=True)
 class Lease:
-    """A time-bounded override of one value on one target.
+    """A time-bounded override of one value on one target (MODULE_API 2.0, MODULES.md).
 
-    - ``apply(target=, value=, run_id=)`` answers ``{ok: true, baseline, applied}``.
-    - ``restore(baseline, expected=, run_id=, target=)`` puts the baseline back only if the
-      target still holds ``expected``; otherwise it answers ``{drifted: true, current}``.
+    - ``apply(target=, value=, run_id=, idempotency_key=)`` answers ``{ok: true, baseline,
+      applied}``. The first apply under a key records (target, baseline, applied); a repeat
+      changes nothing and answers the first baseline and applied. Under a key a restore has
+      ended it changes nothing and answers ``{ok: false, retry: false, error}``.
+    - ``restore(baseline=, expected=, run_id=, target=, idempotency_key=)`` answers ``{ok:
+      true}`` or ``{drifted: true, current}``, and ends the key. What the module recorded under
+      the key wins over the arguments: the recorded baseline goes back only if the target still
+      holds the recorded applied value; a target holding the baseline was restored before (ok);
+      anything else is somebody else's value, left alone (drifted). With nothing recorded under
+      the key, ``expected=None`` (core giving back an apply that never answered) is ok with
+      nothing to put back; otherwise the same compare-and-set on the given baseline/expected.
     """
 
     id: str
