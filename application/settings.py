@@ -33,6 +33,7 @@ ENV_NAMES = {
     "retry_delays_s": "EVENT_RETRY_DELAYS_S",
     "retry_jitter": "EVENT_RETRY_JITTER",
     "runner_gone_s": "EVENT_RUNNER_GONE_S",
+    "shutdown_grace_s": "EVENT_SHUTDOWN_GRACE_S",
     "ready_lag": "RUNLEDGER_READY_LAG",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
@@ -69,6 +70,9 @@ class Settings(BaseModel, frozen=True):
     steps_per_tick: int = Field(default=50, ge=1)
     lease_max_s: int = Field(default=86_400, ge=1)
     runner_gone_s: int = Field(default=60, ge=1)
+    # A stopping runner waits this long for calls abandoned at their deadline: their answers,
+    # when they come, are still ledgered (dispatch.py), then it names those it left.
+    shutdown_grace_s: float = Field(default=10.0, ge=0, le=600, allow_inf_nan=False)
     # /readyz: events a projection may be behind before the process says it is not ready.
     ready_lag: int = Field(default=10_000, ge=0)
     default_budget_ms: int = Field(default=10_000, ge=1)

@@ -27,3 +27,7 @@ class RunNotRunning(DomainError):
 
 class PhaseOutOfOrder(DomainError):
     """A phase can only advance to the next one."""
+
+
+class KeyGivenBack(RunNotRunning):
+    """The step's idempotency key was given back: nothing is dispatched under it again."""

@@ -104,13 +104,15 @@ class Fair:
             return [{"field": "kind", "problem": "no stall may sell dragons"}]
         return []
 
-    def _apply(self, target: str, value: Any, run_id: str) -> Any:
+    def _apply(self, target: str, value: Any, run_id: str, idempotency_key: str) -> Any:
         with self.lock:
             baseline = self.lights.get(target, "off")
             self.lights[target] = value
         return {"ok": True, "baseline": baseline, "applied": value}
 
-    def _restore(self, baseline: Any, expected: Any, run_id: str, target: str) -> Any:
+    def _restore(
+        self, baseline: Any, expected: Any, run_id: str, target: str, idempotency_key: str
+    ) -> Any:
         with self.lock:
             self.lights[target] = baseline
         return {"ok": True}

@@ -78,6 +78,8 @@ class Game:
     values: dict[str, Any] = field(default_factory=dict)
     applies: Counter[str] = field(default_factory=Counter)
     restores: list[dict[str, Any]] = field(default_factory=list)
+    applied_under: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    ended: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def install(self, registry: Registry, *actions: str, budget_ms: int | None = None) -> None:
@@ -133,17 +135,35 @@ class Game:
 
         return revert
 
-    def _apply(self, target: str, value: Any, run_id: str) -> Any:
+    def _apply(self, target: str, value: Any, run_id: str, idempotency_key: str) -> Any:
+        """MODULE_API 2.0: a repeat under one key answers the first apply; an ended key
+        applies nothing."""
         with self.lock:
             self.applies[target] += 1
-            baseline = self.values.get(target, "clear")
-            self.values[target] = value
-        return {"ok": True, "baseline": baseline, "applied": value}
+            if idempotency_key in self.ended:
+                return {"ok": False, "retry": False, "error": "this key was given back"}
+            if idempotency_key not in self.applied_under:
+                baseline = self.values.get(target, "clear")
+                self.values[target] = value
+                self.applied_under[idempotency_key] = (baseline, value)
+            baseline, applied = self.applied_under[idempotency_key]
+        return {"ok": True, "baseline": baseline, "applied": applied}
 
-    def _restore(self, baseline: Any, expected: Any, run_id: str, target: str) -> Any:
+    def _restore(
+        self, baseline: Any, expected: Any, run_id: str, target: str, idempotency_key: str
+    ) -> Any:
+        """MODULE_API 2.0: what was applied under the key wins over the arguments; nothing
+        applied under it is given back at once; the key is ended either way."""
         with self.lock:
             self.restores.append({"target": target, "baseline": baseline, "expected": expected})
+            self.ended.add(idempotency_key)
+            if idempotency_key in self.applied_under:
+                baseline, expected = self.applied_under[idempotency_key]
+            elif expected is None:
+                return {"ok": True}
             current = self.values.get(target, "clear")
+            if current == baseline and current != expected:
+                return {"ok": True}
             if current != expected:
                 return {"drifted": True, "current": current}
             self.values[target] = baseline
@@ -214,7 +234,7 @@ def race(
     """Bootstrap, say ready, wait for go, then ask core.lease for every target in turn for one
     run; answers what each ask answered. Every apply is one line in ``applied``."""
 
-    def apply(target: str, value: Any, run_id: str) -> Any:
+    def apply(target: str, value: Any, run_id: str, idempotency_key: str) -> Any:
         fd = os.open(applied, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (json.dumps({"target": target, "run": run_id}) + "\n").encode())

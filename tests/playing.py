@@ -55,7 +55,7 @@ def performs(params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
     return {"ok": True, "resources": params.get("named", [])}
 
 
-def applies(target: str, value: Any, run_id: str) -> Any:
+def applies(target: str, value: Any, run_id: str, idempotency_key: str) -> Any:
     return {"ok": True, "baseline": "clear", "applied": value}
 
 

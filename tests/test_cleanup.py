@@ -335,13 +335,19 @@ def test_a_refused_lease_step_leaves_nothing_for_a_person_to_look_at(
 ) -> None:
     restores: list[str] = []
 
-    def restore(baseline: Any, expected: Any, run_id: str, target: str) -> Any:
+    def restore(
+        baseline: Any, expected: Any, run_id: str, target: str, idempotency_key: str
+    ) -> Any:
         restores.append(target)
         return {"ok": True}
 
     registry.module("sky").lease(
         "sky",
-        apply=lambda target, value, run_id: {"ok": True, "baseline": "clear", "applied": value},
+        apply=lambda target, value, run_id, idempotency_key: {
+            "ok": True,
+            "baseline": "clear",
+            "applied": value,
+        },
         restore=restore,
     )
     holder = rl.runs.start(lease_spec("holder"))
@@ -362,13 +368,19 @@ def test_a_lease_step_whose_answer_was_lost_is_restored_from_its_reservation(
 ) -> None:
     restores: list[tuple[str, str, str]] = []
 
-    def restore(baseline: str, expected: str, run_id: str, target: str) -> Any:
+    def restore(
+        baseline: str, expected: str, run_id: str, target: str, idempotency_key: str
+    ) -> Any:
         restores.append((baseline, expected, target))
         return {"ok": True}
 
     registry.module("sky").lease(
         "sky",
-        apply=lambda target, value, run_id: {"ok": True, "baseline": "clear", "applied": value},
+        apply=lambda target, value, run_id, idempotency_key: {
+            "ok": True,
+            "baseline": "clear",
+            "applied": value,
+        },
         restore=restore,
     )
     spec = lease_spec("lost")

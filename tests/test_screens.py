@@ -65,7 +65,7 @@ def hostile_module(registry: Registry) -> None:
     module.action("screen.quiet", perform=quiet, revert=lambda **_: {"ok": True})
     module.lease(
         "screen.sky",
-        apply=lambda target, value, run_id: {
+        apply=lambda target, value, run_id, idempotency_key: {
             "ok": True,
             "baseline": f"{ALERT}{CLEAR}",
             "applied": value,

@@ -66,7 +66,9 @@ class World:
 
         return reconcile
 
-    def _restore(self, baseline: Any, expected: Any, run_id: str, target: str) -> Any:
+    def _restore(
+        self, baseline: Any, expected: Any, run_id: str, target: str, idempotency_key: str
+    ) -> Any:
         with self.lock:
             self.restores[target] += 1
         if self.restore_answer:

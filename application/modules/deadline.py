@@ -3,6 +3,9 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import inspect
+import itertools
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +14,8 @@ from typing import Any
 
 from runledger.application.modules.plain import Unreadable, describe_error, plain
 from runledger.application.modules.workers import WORKERS
+
+log = logging.getLogger("runledger.calls")
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ def call_with_deadline(
     raw: bool = False,
     stop: bool = False,
     name: str | None = None,
+    late: Late | None = None,
+    what: str | None = None,
 ) -> Outcome:
     """Call a module's function, sync or async, and never wait longer than ``seconds``.
 
@@ -76,35 +83,121 @@ def call_with_deadline(
     With ``stop``, a call still running at the deadline is also ended: ``ModuleStopped`` is
     raised in its thread, which ends Python code that loops for ever but not a wait inside C
     (a sleep, a socket): that one ends when the wait does. The loader stops an import or a
-    register this way; a step's call is only abandoned, since it may be half way through
-    changing the world and its late answer is judged by the cleanup leg.
+    register this way. A step's call is only abandoned, since it may be half way through
+    changing the world: it is counted among the abandoned calls (``ABANDONED``) until it ends,
+    and ``late``, if given, is told its answer then, in the call's thread. ``what`` names the
+    call to a person (which call a stopping runner left).
     """
-    box: list[Outcome] = []
-    finished = threading.Event()
+    call = _Call(what or name or str(getattr(fn, "__qualname__", "a module call")), late)
 
     def target() -> None:
         try:
             value = fn(**kwargs)
             if inspect.isawaitable(value):
                 value = asyncio.run(_wait(value))
-            box.append(Returned(value if raw else plain(value)))
+            outcome: Outcome = Returned(value if raw else plain(value))
         except Unreadable as error:
-            box.append(Malformed(str(error)))
+            outcome = Malformed(str(error))
         except BaseException as error:  # a module's failure is an answer, never our crash
-            box.append(Raised(error, describe_error(error)))
-        finally:
-            finished.set()
+            outcome = Raised(error, describe_error(error))
+        call.answer(outcome)
 
     if not stop and name is None:
         WORKERS.run(target)
-        if not finished.wait(seconds):
+        if not call.finished.wait(seconds) and call.give_up():
             return TimedOut(seconds)
-        return box[0]
+        return call.outcome or TimedOut(seconds)
     thread = threading.Thread(target=target, name=name or f"module-call-{fn!r:.40}", daemon=True)
     thread.start()
-    if not finished.wait(seconds):
-        return TimedOut(seconds, stop and _stop(thread, finished))
-    return box[0]
+    if not call.finished.wait(seconds) and call.give_up():
+        return TimedOut(seconds, stop and _stop(thread, call.finished))
+    return call.outcome or TimedOut(seconds)
+
+
+Late = Callable[[Outcome], None]
+"""Told the answer of a call that was abandoned at its deadline, when it comes."""
+
+
+class _Call:
+    """One call's answer, and whether its caller stopped waiting for it first. The two are
+    decided under one lock, so an answer is either the caller's or the late handler's."""
+
+    def __init__(self, what: str, late: Late | None) -> None:
+        self.what = what
+        self.late = late
+        self.outcome: Outcome | None = None
+        self.finished = threading.Event()
+        self._lock = threading.Lock()
+        self._abandoned: int | None = None
+
+    def give_up(self) -> bool:
+        """The caller's deadline passed: abandon the call, unless its answer just came."""
+        with self._lock:
+            if self.outcome is not None:
+                return False
+            self._abandoned = ABANDONED.add(self.what)
+            return True
+
+    def answer(self, outcome: Outcome) -> None:
+        with self._lock:
+            self.outcome = outcome
+            abandoned = self._abandoned
+        self.finished.set()
+        if abandoned is None:
+            return
+        try:
+            if self.late is not None:
+                self.late(outcome)
+        except Exception:  # the late answer's trouble is logged; the thread goes back to the pool
+            log.exception("judging the late answer of %s failed", self.what)
+        finally:
+            ABANDONED.done(abandoned)
+
+
+class Abandoned:
+    """The calls of this process abandoned at their deadline and still running: a runner that
+    stops waits a bounded grace for them (their answers are still recorded), then says which
+    it left."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, tuple[str, float]] = {}
+        self._numbers = itertools.count(1)
+        self._changed = threading.Condition()
+
+    def add(self, what: str) -> int:
+        with self._changed:
+            number = next(self._numbers)
+            self._calls[number] = (what, time.monotonic())
+            return number
+
+    def done(self, number: int) -> None:
+        with self._changed:
+            self._calls.pop(number, None)
+            self._changed.notify_all()
+
+    def running(self) -> list[str]:
+        """Each call still running, with how long ago it was abandoned."""
+        now = time.monotonic()
+        with self._changed:
+            calls = list(self._calls.values())
+        return [f"{what} (abandoned {now - since:.1f}s ago)" for what, since in calls]
+
+    def wait(self, grace_s: float) -> list[str]:
+        """Wait up to ``grace_s`` for every abandoned call to end; answers those still running."""
+        deadline = time.monotonic() + grace_s
+        with self._changed:
+            while self._calls and (left := deadline - time.monotonic()) > 0:
+                self._changed.wait(left)
+        return self.running()
+
+    def forget(self) -> None:
+        """After a fork: the child runs none of the parent's calls."""
+        self._calls = {}
+        self._changed = threading.Condition()
+
+
+ABANDONED = Abandoned()
+os.register_at_fork(after_in_child=ABANDONED.forget)
 
 
 def _stop(thread: threading.Thread, finished: threading.Event) -> bool:

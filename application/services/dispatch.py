@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -10,7 +11,13 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.modules.answers import PerformDone, PerformFailed, parse_perform
-from runledger.application.modules.deadline import CallObserver, call_with_deadline, unobserved
+from runledger.application.modules.deadline import (
+    CallObserver,
+    Late,
+    Outcome,
+    call_with_deadline,
+    unobserved,
+)
 from runledger.application.modules.protocol import Action, Registry
 from runledger.application.services.leases import CORE_LEASE, CoreLease
 from runledger.application.services.ledger import Ledger
@@ -20,6 +27,7 @@ from runledger.application.store.ledger_app import LedgerApp
 from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
 
 Dispatched = Literal["succeeded", "failed", "not_mine"]
+log = logging.getLogger("runledger.dispatch")
 
 
 class Dispatcher:
@@ -76,6 +84,8 @@ class Dispatcher:
             action.perform,
             {"params": step.params, "idempotency_key": step.idempotency_key, "run_id": str(run_id)},
             budget_ms / 1000,
+            late=self._late(placeholder, step),
+            what=f"{step.action} for {step.idempotency_key}",
         )
         answer = parse_perform(outcome, step.action)
         done = "ok" if isinstance(answer, PerformDone) else "failed"
@@ -87,6 +97,25 @@ class Dispatcher:
         self._fail(step, worker, answer)
         self.app.save(step)
         return "failed"
+
+    def _late(self, placeholder: UUID, step: Step) -> Late:
+        """What an answer that comes after the deadline is worth: the resources it names are
+        ledgered on the step's run, however far it has moved on (ended, given back), so the
+        sweep gives them back. Nothing else is decided: the step's own attempt has failed."""
+        action, step_id = step.action, step.step_id
+
+        def judge(outcome: Outcome) -> None:
+            answer = parse_perform(outcome, action)
+            if isinstance(answer, PerformDone) and answer.resources:
+                self.ledger.record_late(placeholder, answer.resources, step=step_id, action=action)
+                log.warning(
+                    "%s for step %s answered after its deadline: %d resource(s) ledgered",
+                    action,
+                    step_id,
+                    len(answer.resources),
+                )
+
+        return judge
 
     def needs(self, step: Step) -> str:
         """What dispatching the step needs loaded: its action, or for core.lease its lease."""

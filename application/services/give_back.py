@@ -82,8 +82,10 @@ class GiveBack:
                     "expected": payload.get("applied"),
                     "run_id": str(head.run_id),
                     "target": target,
+                    "idempotency_key": head.idempotency_key,
                 },
                 seconds,
+                what=f"{head.ref} restore for {head.idempotency_key}",
             )
             return classify_restore(outcome, head.ref, payload.get("baseline"))
         if not head.action:
@@ -113,5 +115,6 @@ class GiveBack:
                 "run_id": str(head.run_id),
             },
             seconds,
+            what=f"{head.action} revert for {head.idempotency_key}",
         )
         return classify_revert(outcome, head.action)

@@ -14,9 +14,10 @@ from runledger.application.modules.answers import (
     Verdict,
     _parse,
     classify_restore,
+    classify_revert,
     not_confirmed,
 )
-from runledger.application.modules.deadline import call_with_deadline
+from runledger.application.modules.deadline import Outcome, call_with_deadline
 from runledger.application.modules.protocol import Action, Registry
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp
@@ -95,18 +96,27 @@ class CoreLease:
         if isinstance(held, dict):
             return held
         if held.values is None:
-            lease = self.registry.leases[wanted.lease]
+            lease, reservation_id = self.registry.leases[wanted.lease], held.id
             outcome = call_with_deadline(
                 lease.apply,
-                {"target": wanted.target, "value": wanted.value, "run_id": run_id},
+                {
+                    "target": wanted.target,
+                    "value": wanted.value,
+                    "run_id": run_id,
+                    "idempotency_key": idempotency_key,
+                },
                 self.settings.default_budget_ms / 1000,
+                late=lambda late: self._applied_late(reservation_id, idempotency_key, late),
+                what=f"{wanted.lease}.apply for {idempotency_key}",
             )
             answer = _parse(ApplyDone, getattr(outcome, "value", None))
             if answer is None:
                 why = not_confirmed(outcome, f"{wanted.lease}.apply")
                 return {"ok": False, "error": f"{wanted.lease}.apply did not confirm: {why}"}
-            held.record_applied(answer.baseline, answer.applied, self.clock())
-            self.app.save(held)
+            if not self._record_applied(held, idempotency_key, answer):
+                held = self._load(wanted.lease, wanted.target)  # a late answer came first?
+                if held.key != idempotency_key or held.values is None:
+                    return {"ok": False, "error": f"the target {wanted.target!r} moved; try again"}
         baseline, applied = held.values or (None, None)
         return {
             "ok": True,
@@ -121,26 +131,68 @@ class CoreLease:
         }
 
     def give_back_unanswered(self, run_id: UUID, step: str, key: str, seconds: float) -> Verdict:
-        """A core.lease step whose answer never reached the ledger: core's own reservation says
-        whether anything was applied under this key, and what to put back."""
+        """A core.lease step whose answer never reached the ledger. Its apply may have taken
+        effect all the same (answered late, or its runner died before saving the answer), so
+        the module is always asked to restore by the key: with what core's reservation
+        recorded under it, or with nothing, and then the module's own record of the key says
+        what to put back ("ok" if it applied nothing). Either way the key is ended."""
         run = self._get(run_id)
         if not isinstance(run, Run) or run.spec is None:
             return Verdict("terminal", "core.lease ran outside a spec; its target is unknown")
         params = RunSpec.stored(run.spec).step(step)[1].params
         lease_id, target = str(params.get("lease")), str(params.get("target"))
-        found = self._get(Reservation.create_id(lease_id, target))
-        if not isinstance(found, Reservation) or found.key != key or found.values is None:
-            return Verdict("done")  # nothing was applied under this key
         lease = self.registry.leases.get(lease_id)
         if lease is None:
             return Verdict("terminal", f'no module registers the lease "{lease_id}"')
-        baseline, applied = found.values
+        reservation_id = Reservation.create_id(lease_id, target)
+        found = self._get(reservation_id)
+        known = found.values if isinstance(found, Reservation) and found.key == key else None
+        if known is None and not self._ever_reserved(reservation_id, key):
+            return Verdict("done")  # core never called apply under this key
+        baseline, applied = known or (None, None)
         outcome = call_with_deadline(
             lease.restore,
-            {"baseline": baseline, "expected": applied, "run_id": str(run_id), "target": target},
+            {
+                "baseline": baseline,
+                "expected": applied,
+                "run_id": str(run_id),
+                "target": target,
+                "idempotency_key": key,
+            },
             seconds,
+            what=f"{lease_id}.restore for {key}",
         )
-        return classify_restore(outcome, f"{lease_id}#{target}", baseline)
+        what = f"{lease_id}#{target}"
+        # Without a known baseline, no current value can be read as "already restored".
+        return (
+            classify_restore(outcome, what, baseline) if known else classify_revert(outcome, what)
+        )
+
+    def _ever_reserved(self, reservation_id: UUID, key: str) -> bool:
+        """Whether the key ever held the target: apply is only called under a key that did.
+        Read newest first, and only for a lease step whose answer was lost."""
+        events = self.app.repository.event_store.get(reservation_id, desc=True)
+        return any(isinstance(e, Reservation.Reserved) and e.key == key for e in events)
+
+    def _record_applied(self, held: Reservation, key: str, answer: ApplyDone) -> bool:
+        """Keep an apply's answer on the reservation, unless one is kept already (the first
+        answer under a key stands); answers whether this one was saved."""
+        if held.key != key or held.values is not None:
+            return False
+        held.record_applied(answer.baseline, answer.applied, self.clock())
+        try:
+            self.app.save(held)
+        except IntegrityError:
+            return False
+        return True
+
+    def _applied_late(self, reservation_id: UUID, key: str, outcome: Outcome) -> None:
+        """An apply abandoned at its deadline answered after all: its baseline is what the
+        key found, so it is kept for the restore, if none is kept yet."""
+        answer = _parse(ApplyDone, getattr(outcome, "value", None))
+        found = self._get(reservation_id)
+        if answer is not None and isinstance(found, Reservation):
+            self._record_applied(found, key, answer)
 
     def holder(self, lease: str, target: str, now: datetime) -> Reservation | None:
         """The reservation of the run that holds this target now, or None. Reads only: a dry

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
@@ -14,7 +14,7 @@ from runledger.application.errors import BadRequest, NotFound
 from runledger.application.modules.answers import NamedResource
 from runledger.application.services.inputs import person, reason
 from runledger.application.store.ledger_app import LedgerApp, Streams
-from runledger.domain.errors import RunNotRunning
+from runledger.domain.errors import KeyGivenBack, RunNotRunning
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.runlog import LogEntry
@@ -116,8 +116,6 @@ class Ledger:
         ids = [
             Resource.create_id(placeholder.run_id, placeholder.step, r.kind, r.ref) for r in named
         ]
-        if placeholder.state == "superseded":
-            return ids
         existing = self.streams.load(Resource, ids)
         now = self.clock()
         created = list(
@@ -131,12 +129,46 @@ class Ledger:
             placeholder.supersede(now)
             self.app.save(placeholder, *created, *also)
             return ids
+        if placeholder.state == "superseded":
+            # Answered before (a late answer, or another worker's): what this answer names
+            # beyond it is ledgered too, so nothing a module reports is dropped.
+            self.app.save(*created, *also)
+            return ids
         # The run ended while this dispatch was in flight and its placeholder was settled. What
         # the module made is still in the world: ledger it, kept if a person chose to keep all.
         if placeholder.kept_by is not None:
             for entry in created:
                 entry.keep(placeholder.kept_by, now)
         self.app.save(*created, *also)
+        return ids
+
+    def record_late(
+        self, placeholder_id: UUID, resources: Sequence[NamedResource], *, step: str, action: str
+    ) -> list[UUID]:
+        """A dispatch abandoned at its deadline answered after all: what it named is ledgered
+        on its run, even one that has ended (the sweep then gives it back), with a log line."""
+        for attempt in range(3):
+            try:
+                ids = self.supersede(placeholder_id, resources)
+                break
+            except IntegrityError:  # the sweep or a retry moved the placeholder: decide again
+                if attempt == 2:
+                    raise
+        placeholder = self._entry(placeholder_id)
+        run = self.get_run(placeholder.run_id)
+        line = LogEntry(
+            key=f"late|{placeholder_id}|{uuid4()}",
+            run_id=placeholder.run_id,
+            kind="step.answered_late",
+            detail={
+                "step": step,
+                "action": action,
+                "entries": len(ids),
+                "run": run.status,
+            },
+            at=self.clock(),
+        )
+        self.app.save(line)
         return ids
 
     def _record(self, run_id: UUID, **fields: Any) -> UUID:
@@ -149,7 +181,14 @@ class Ledger:
         try:
             self.app.save(entry)
         except IntegrityError:
-            self._entry(entry.id)  # it exists: recording the same entry twice is a no-op
+            # It exists: recording the same entry twice is a no-op, unless it was given back:
+            # a key given back is ended, and nothing is dispatched under it again.
+            found = self._entry(entry.id)
+            if found.is_placeholder and not found.unresolved and found.state != "superseded":
+                raise KeyGivenBack(
+                    f"step {fields['step']} of run {run_id}: its key was given back "
+                    f"({found.state}); nothing is dispatched under it again"
+                ) from None
         return entry.id
 
     def _new_entry(self, placeholder: Resource, named: NamedResource, at: datetime) -> Resource:

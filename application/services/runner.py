@@ -18,6 +18,7 @@ from runledger.application.errors import (
     StoreError,
     store_error,
 )
+from runledger.application.modules.deadline import ABANDONED
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.fleet import Fleet, Loaded
 from runledger.application.services.pacing import Swept, Wake, sweep_leg
@@ -143,8 +144,22 @@ class Runner:
                 if report is None or not (report.cut_short or report.advance.cut_short):
                     self._rest(interval_s, stop)
         finally:
+            self._await_abandoned()
             self._leave()
         return ticks
+
+    def _await_abandoned(self) -> None:
+        """Calls abandoned at their deadline may still answer, and what they name is ledgered
+        then: wait a bounded grace for them, and say which were left."""
+        left = ABANDONED.wait(self.settings.shutdown_grace_s)
+        if left:
+            log.warning(
+                "runner %s stops with %d call(s) abandoned at their deadline still running; "
+                "what they answer now is not ledgered, and cleanup gives back their keys: %s",
+                self.worker,
+                len(left),
+                "; ".join(left),
+            )
 
     def _tick(self, stop: threading.Event) -> TickReport:
         self._beat()
