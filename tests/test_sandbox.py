@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -296,8 +297,9 @@ def test_a_restore_repeated_after_its_runner_died_finds_the_baseline_and_has_giv
 ) -> None:
     run = started_and_held(rl, lease("north", "storm"))
     # The first restore put "clear" back; its runner died before the verdict was saved.
-    assert world.restore(WEATHER, "clear", "storm", "north") == {"ok": True}
-    assert world.restore(WEATHER, "clear", "storm", "north") == {"ok": True}
+    lease_key = key(run, "lease-north")
+    assert world.restore(WEATHER, "clear", "storm", "north", lease_key) == {"ok": True}
+    assert world.restore(WEATHER, "clear", "storm", "north", lease_key) == {"ok": True}
     ended(rl, run)
     ticks(rl, 2)
     (entry,) = named(rl, run).values()
@@ -381,6 +383,119 @@ def test_every_key_is_performed_once_and_given_back_once(
     assert world.calls(f"restore:{WEATHER}") == {"south": 1}
     assert world.things() == {}
     assert world.value("weather:south") == "clear"
+
+
+# --- the world itself: keys given back are ended, applies are keyed ------------------------------
+
+
+def given_back(key: str, what: str = "made") -> dict[str, Any]:
+    return {
+        "ok": False,
+        "retry": False,
+        "error": f"{key} was given back; nothing is {what} under it",
+    }
+
+
+def test_a_perform_hanging_while_its_key_is_given_back_makes_nothing_when_it_wakes(
+    world: SandboxWorld,
+) -> None:
+    world.set_fault(SPAWN, "hang", 0.6)
+    answers: list[Any] = []
+    late = threading.Thread(
+        target=lambda: answers.append(world.perform(SPAWN, {"count": 2}, "late-key"))
+    )
+    late.start()
+    assert wait_until(lambda: world.calls(f"perform:{SPAWN}") == {"late-key": 1}, 2.0)
+    world.clear_faults()
+    assert world.revert(SPAWN, [], "late-key") == {"ok": True}  # nothing there yet
+    assert late.is_alive()  # the perform is still asleep in its thread
+    late.join(5)
+    assert answers == [given_back("late-key")]
+    assert world.things() == {}
+    assert world.fenced("late-key")
+
+
+def test_a_perform_after_its_key_was_given_back_makes_nothing_and_a_repeat_makes_nothing_new(
+    world: SandboxWorld,
+) -> None:
+    first = world.perform(SPAWN, {"count": 2}, "k1")
+    assert world.perform(SPAWN, {"count": 2}, "k1") == first
+    assert len(world.things()) == 2
+    assert world.revert(SPAWN, [], "k1") == {"ok": True}
+    assert world.things() == {}
+    assert world.perform(SPAWN, {"count": 2}, "k1") == given_back("k1")
+    assert world.perform(ZONE, {"name": "fair"}, "k1") == given_back("k1")
+    assert world.things() == {}
+
+
+def test_a_revert_of_listed_things_ends_its_key_too(world: SandboxWorld) -> None:
+    made = world.perform(SPAWN, {"count": 1}, "k1")["resources"]
+    assert world.revert(SPAWN, made, "k1") == {"ok": True}
+    assert world.fenced("k1") and not world.fenced("k2")
+    assert world.perform(SPAWN, {"count": 1}, "k1") == given_back("k1")
+
+
+def test_a_repeated_apply_answers_the_first_baseline_and_changes_nothing(
+    world: SandboxWorld,
+) -> None:
+    first = world.apply(WEATHER, "north", "storm", "lease-k")
+    assert first == {"ok": True, "baseline": "clear", "applied": "storm"}
+    assert world.apply(WEATHER, "north", "hail", "lease-k") == first
+    assert world.value("weather:north") == "storm"
+    assert world.applied_under("lease-k") == {
+        "target": "weather:north",
+        "baseline": "clear",
+        "applied": "storm",
+    }
+    assert world.calls(f"apply:{WEATHER}") == {"lease-k": 2}
+
+
+def test_a_restore_by_key_with_no_baseline_puts_back_what_the_key_found_and_ends_it(
+    world: SandboxWorld,
+) -> None:
+    world.set_value("weather:north", "fog")
+    world.apply(WEATHER, "north", "storm", "lease-k")
+    world.apply(WEATHER, "north", "storm", "lease-k")  # a retry: its baseline would be storm
+    assert world.restore(WEATHER, None, None, "north", "lease-k") == {"ok": True}
+    assert world.value("weather:north") == "fog"
+    assert world.fenced("lease-k")
+    assert world.apply(WEATHER, "north", "storm", "lease-k") == given_back("lease-k", "applied")
+    assert world.value("weather:north") == "fog"
+    assert world.restore(WEATHER, None, None, "north", "lease-k") == {"ok": True}  # restored
+
+
+def test_what_the_world_recorded_under_a_key_wins_over_the_baseline_core_sends(
+    world: SandboxWorld,
+) -> None:
+    world.apply(WEATHER, "north", "storm", "lease-k")
+    assert world.restore(WEATHER, "storm", "storm", "north", "lease-k") == {"ok": True}
+    assert world.value("weather:north") == "clear"
+
+
+def test_a_restore_under_a_key_that_applied_nothing_is_ok_and_ends_the_key(
+    world: SandboxWorld,
+) -> None:
+    world.set_value("weather:north", "fog")
+    assert world.restore(WEATHER, None, None, "north", "never-applied") == {"ok": True}
+    assert world.value("weather:north") == "fog"
+    assert world.apply(WEATHER, "north", "storm", "never-applied") == given_back(
+        "never-applied", "applied"
+    )
+    assert world.value("weather:north") == "fog"
+    assert world.applied_under("never-applied") is None
+
+
+def test_a_restore_by_key_leaves_somebody_elses_value_and_says_it_drifted(
+    world: SandboxWorld,
+) -> None:
+    world.apply(WEATHER, "north", "storm", "lease-k")
+    world.set_value("weather:north", "snow")
+    assert world.restore(WEATHER, None, None, "north", "lease-k") == {
+        "drifted": True,
+        "current": "snow",
+    }
+    assert world.value("weather:north") == "snow"
+    assert world.fenced("lease-k")
 
 
 # --- the knobs from the command line --------------------------------------------------------------

@@ -39,9 +39,11 @@ def register(ctx: ModuleContext) -> None:
     for lease in ("sandbox.weather", "sandbox.spawn_rate"):
         ctx.lease(
             lease,
-            apply=lambda target, value, run_id, le=lease: world.apply(le, target, value),
-            restore=lambda baseline, expected, run_id, target, le=lease: world.restore(
-                le, baseline, expected, target
+            apply=lambda target, value, run_id, idempotency_key, le=lease: world.apply(
+                le, target, value, idempotency_key
+            ),
+            restore=lambda baseline, expected, run_id, target, idempotency_key, le=lease: (
+                world.restore(le, baseline, expected, target, idempotency_key)
             ),
         )
     stop = threading.Event()

@@ -10,25 +10,25 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-SCHEMA = [
-    "CREATE TABLE IF NOT EXISTS things (ref TEXT PRIMARY KEY, kind TEXT NOT NULL, "
-    "key TEXT NOT NULL, until REAL)",
-    "CREATE TABLE IF NOT EXISTS props (target TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS faults (scope TEXT NOT NULL, knob TEXT NOT NULL, "
-    "value TEXT NOT NULL, PRIMARY KEY (scope, knob))",
-    "CREATE TABLE IF NOT EXISTS calls (op TEXT NOT NULL, key TEXT NOT NULL, "
-    "count INTEGER NOT NULL, PRIMARY KEY (op, key))",
-    "CREATE TABLE IF NOT EXISTS epoch (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER)",
-    "INSERT OR IGNORE INTO epoch VALUES (1, 0)",
-]
+from runledger.application.builtin_modules.sandbox import leases
+from runledger.application.builtin_modules.sandbox.store import (
+    count,
+    create,
+    fence,
+    fenced,
+    given_back,
+    prop,
+    set_prop,
+    transaction,
+)
+
 KNOBS = ("fail_perform", "fail_revert", "terminal", "hang", "throw", "garbage", "fail_refs")
-DEFAULTS = {"weather": "clear", "spawn_rate": 1.0}
 
 
 class SandboxWorld:
@@ -37,22 +37,10 @@ class SandboxWorld:
     def __init__(self, path: Path, clock: Callable[[], datetime] | None = None) -> None:
         self.path = path
         self.clock = clock or (lambda: datetime.now(UTC))
-        with self._db() as db:
-            for statement in SCHEMA:
-                db.execute(statement)
+        create(path)
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        finally:
-            db.close()
+    def _db(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self.path)
 
     # -- what people and tests do to the world ------------------------------------------------
 
@@ -71,12 +59,11 @@ class SandboxWorld:
     def set_value(self, target: str, value: Any) -> None:
         """Somebody else changes a world property (a game master, another system)."""
         with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO props VALUES (?, ?)", (target, json.dumps(value)))
+            set_prop(db, target, value)
 
     def value(self, target: str) -> Any:
         with self._db() as db:
-            row = db.execute("SELECT value FROM props WHERE target = ?", (target,)).fetchone()
-        return json.loads(row[0]) if row else DEFAULTS.get(target.partition(":")[0])
+            return prop(db, target)
 
     def vanish(self, ref: str) -> bool:
         """The thing disappears without anyone telling core (a crash, a wipe)."""
@@ -98,9 +85,22 @@ class SandboxWorld:
         return {r[0]: {"kind": r[1], "key": r[2], "until": r[3]} for r in rows}
 
     def calls(self, op: str) -> dict[str, int]:
+        """How often each key (each target, for ``restore:<lease>``) was called with ``op``:
+        ``perform:<action>``, ``revert:<action>``, ``apply:<lease>``, ``restore:<lease>``."""
         with self._db() as db:
             rows = db.execute("SELECT key, count FROM calls WHERE op = ?", (op,)).fetchall()
         return {r[0]: int(r[1]) for r in rows}
+
+    def fenced(self, key: str) -> bool:
+        """Whether a revert or a restore has ended ``key``: nothing is made under it again."""
+        with self._db() as db:
+            return fenced(db, key)
+
+    def applied_under(self, key: str) -> dict[str, Any] | None:
+        """What the first apply under ``key`` recorded: ``{target, baseline, applied}``, with
+        the world's property name as target (``weather:north``)."""
+        with self._db() as db:
+            return leases.applied_under(db, key)
 
     def erase_due(self) -> list[tuple[str, str]]:
         """The world ends what has reached its deadline; answers (kind, ref) of each."""
@@ -113,13 +113,6 @@ class SandboxWorld:
         return [(k, r) for k, r in due]
 
     # -- the module's side -------------------------------------------------------------------
-
-    def _count(self, db: sqlite3.Connection, op: str, key: str) -> None:
-        db.execute(
-            "INSERT INTO calls VALUES (?, ?, 1) ON CONFLICT (op, key) "
-            "DO UPDATE SET count = count + 1",
-            (op, key),
-        )
 
     def _fault(self, db: sqlite3.Connection, scopes: list[str], knob: str) -> Any:
         for scope in scopes:
@@ -145,48 +138,56 @@ class SandboxWorld:
         return False
 
     def perform(self, action: str, params: dict[str, Any], key: str) -> Any:
+        """Make what the params ask under ``key``, once; nothing under a key given back.
+
+        The call is counted and its injected hang slept first; checking the fence and making
+        are then one transaction, so a revert that came while this call hung wins.
+        """
         with self._db() as db:
-            self._count(db, f"perform:{action}", key)
+            count(db, f"perform:{action}", key)
             hang = self._fault(db, [action], "hang")
             failing = self._spend(db, [action], "fail_perform")
         if hang:
             time.sleep(float(hang))
         if failing:
             return {"ok": False, "error": f"sandbox: {action} failed (injected)"}
-        if action == "sandbox.zone":
-            return self._open_zone(params, key)
-        return self._spawn(params, key)
+        with self._db() as db:
+            if fenced(db, key):
+                return given_back(key)
+            if action == "sandbox.zone":
+                return self._open_zone(db, params, key)
+            return self._spawn(db, params, key)
 
-    def _spawn(self, params: dict[str, Any], key: str) -> Any:
+    def _spawn(self, db: sqlite3.Connection, params: dict[str, Any], key: str) -> Any:
         kind = str(params.get("kind", "creature"))
         tag = hashlib.sha1(key.encode()).hexdigest()[:8]
         refs = [f"{kind}-{tag}-{i}" for i in range(int(params.get("count", 1)))]
-        with self._db() as db:
-            for ref in refs:
-                db.execute("INSERT OR IGNORE INTO things VALUES (?, ?, ?, NULL)", (ref, kind, key))
+        for ref in refs:
+            db.execute("INSERT OR IGNORE INTO things VALUES (?, ?, ?, NULL)", (ref, kind, key))
         return {"ok": True, "resources": [{"kind": kind, "ref": ref} for ref in refs]}
 
-    def _open_zone(self, params: dict[str, Any], key: str) -> Any:
+    def _open_zone(self, db: sqlite3.Connection, params: dict[str, Any], key: str) -> Any:
         name = str(params.get("name", "zone"))
-        with self._db() as db:
-            row = db.execute("SELECT until FROM things WHERE ref = ?", (name,)).fetchone()
-            if row is None:
-                until = self.clock() + timedelta(seconds=float(params.get("duration_s", 60)))
-                db.execute(
-                    "INSERT INTO things VALUES (?, 'zone', ?, ?)", (name, key, until.timestamp())
-                )
-            else:
-                until = datetime.fromtimestamp(row[0], UTC)
+        row = db.execute("SELECT until FROM things WHERE ref = ?", (name,)).fetchone()
+        if row is None:
+            until = self.clock() + timedelta(seconds=float(params.get("duration_s", 60)))
+            db.execute(
+                "INSERT INTO things VALUES (?, 'zone', ?, ?)", (name, key, until.timestamp())
+            )
+        else:
+            until = datetime.fromtimestamp(row[0], UTC)
         return {
             "ok": True,
             "resources": [{"kind": "zone", "ref": name, "until": until.isoformat()}],
         }
 
     def revert(self, action: str, resources: list[dict[str, Any]], key: str) -> Any:
+        """Give back the listed things, or with none whatever ``key`` made, and end the key in
+        the same transaction."""
         refs = [r["ref"] for r in resources]
         scopes = [action, *refs]
         with self._db() as db:
-            self._count(db, f"revert:{action}", key)
+            count(db, f"revert:{action}", key)
             hang = self._fault(db, scopes, "hang")
             throw = self._fault(db, scopes, "throw")
             garbage = self._fault(db, scopes, "garbage")
@@ -204,6 +205,7 @@ class SandboxWorld:
         if failing:
             return {"ok": False, "error": f"sandbox: {action} could not reach the shard"}
         with self._db() as db:
+            fence(db, key)
             if not refs:  # a placeholder: give back whatever this key made
                 db.execute("DELETE FROM things WHERE key = ?", (key,))
             for ref in refs:
@@ -226,21 +228,10 @@ class SandboxWorld:
         present = self.things()
         return {"ok": True, "in_force": [r["ref"] for r in resources if r["ref"] in present]}
 
-    def apply(self, lease: str, target: str, value: Any) -> Any:
-        name = f"{lease.rpartition('.')[2]}:{target}"
-        baseline = self.value(name)
-        self.set_value(name, value)
-        return {"ok": True, "baseline": baseline, "applied": value}
-
-    def restore(self, lease: str, baseline: Any, expected: Any, target: str) -> Any:
-        name = f"{lease.rpartition('.')[2]}:{target}"
+    def apply(self, lease: str, target: str, value: Any, key: str) -> Any:
         with self._db() as db:
-            self._count(db, f"restore:{lease}", target)
-            row = db.execute("SELECT value FROM props WHERE target = ?", (name,)).fetchone()
-            current = json.loads(row[0]) if row else DEFAULTS.get(name.partition(":")[0])
-            if current == baseline and current != expected:
-                return {"ok": True}  # restored before: a repeat after a crash finds it done
-            if current != expected:
-                return {"drifted": True, "current": current}
-            db.execute("INSERT OR REPLACE INTO props VALUES (?, ?)", (name, json.dumps(baseline)))
-        return {"ok": True}
+            return leases.apply(db, lease, target, value, key)
+
+    def restore(self, lease: str, baseline: Any, expected: Any, target: str, key: str) -> Any:
+        with self._db() as db:
+            return leases.restore(db, lease, target, baseline, expected, key)
