@@ -23,6 +23,7 @@ import redis
 from eventsourcing.persistence import PersistenceError
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.builtin_modules.redis.world import BOOKKEEPING_TTL_S, RedisWorld
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow
 
@@ -143,6 +144,15 @@ def wait_until(check: Callable[[], bool], seconds: float) -> bool:
 
 def keys(conn: redis.Redis, prefix: str) -> set[str]:
     return set(conn.scan_iter(match=f"{prefix}*"))
+
+
+def things(conn: redis.Redis, prefix: str) -> set[str]:
+    """What is in the world under the prefix, without the module's records of its keys (which
+    must each expire on their own)."""
+    world = RedisWorld(conn, prefix)
+    kept = {name for name in keys(conn, prefix) if world.is_bookkeeping(name)}
+    assert all(0 < conn.ttl(name) <= BOOKKEEPING_TTL_S for name in kept), kept
+    return keys(conn, prefix) - kept
 
 
 def spawn(count: int, step: str = "crows") -> dict[str, Any]:
@@ -283,18 +293,20 @@ def test_keys_deleted_by_hand_before_their_until_are_reconciled_as_orphaned(
     finish(rl, run)
     assert {e.status for e in named(rl, run).values()} == {"reverted"}
     assert cleanup_status(rl, run) == "complete"
-    assert keys(client, prefix) == set()
+    assert things(client, prefix) == set()
 
 
 def test_everything_a_run_made_in_redis_is_given_back_once_it_ends(
     rl: Runledger, client: redis.Redis, prefix: str
 ) -> None:
     run = held_run(rl, spawn(3), zone("market", 600), door(prefix, "open"))
-    assert len(keys(client, prefix)) > 4
+    assert len(things(client, prefix)) == 5
     finish(rl, run)
     assert {e.status for e in named(rl, run).values()} == {"reverted"}
     assert cleanup_status(rl, run) == "complete"
-    assert keys(client, prefix) == set()
+    assert things(client, prefix) == set()
+    world = RedisWorld(client, prefix)
+    assert all(world.fenced(f"{run}:{step}") for step in ("crows", "zone", "door"))
 
 
 # --- a restart mid-run ----------------------------------------------------------------------------
@@ -376,5 +388,135 @@ def test_a_redis_restart_mid_run_makes_the_module_reconcile_and_the_rest_is_give
     entries = named(rl, run)
     assert len(entries) == 3 and {e.status for e in entries.values()} == {"reverted"}
     assert cleanup_status(rl, run) == "complete"
-    assert keys(conn, prefix) == set()
+    assert things(conn, prefix) == set()
     conn.close()
+
+
+# --- the world itself: keys given back are ended, applies are keyed ------------------------------
+
+
+@pytest.fixture
+def world(client: redis.Redis, prefix: str) -> RedisWorld:
+    return RedisWorld(client, prefix)
+
+
+def given_back(key: str, what: str = "made") -> dict[str, Any]:
+    return {
+        "ok": False,
+        "retry": False,
+        "error": f"{key} was given back; nothing is {what} under it",
+    }
+
+
+def test_a_revert_by_key_gives_back_what_it_made_and_a_late_perform_makes_nothing(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    first = world.spawn({"count": 2}, "k1")
+    assert world.spawn({"count": 2}, "k1") == first
+    assert len(things(client, prefix)) == 2
+    assert world.revert([], "k1") == {"ok": True}
+    assert things(client, prefix) == set()
+    assert world.spawn({"count": 2}, "k1") == given_back("k1")
+    assert world.open_zone({"name": "fair"}, "k1") == given_back("k1")
+    assert things(client, prefix) == set()
+    assert world.fenced("k1") and not world.fenced("k2")
+
+
+def raced(world: RedisWorld, key: str) -> Any:
+    """A spawn and a revert by the same key, let go at the same moment: the spawn's answer."""
+    start = threading.Barrier(2)
+    answers: list[Any] = []
+
+    def perform() -> None:
+        start.wait()
+        answers.append(world.spawn({"count": 3}, key))
+
+    late = threading.Thread(target=perform)
+    late.start()
+    start.wait()
+    world.revert([], key)
+    late.join(5)
+    return answers[0]
+
+
+def test_a_perform_racing_a_revert_by_key_leaves_nothing_whichever_comes_first(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    """Each spawn is one script: a revert lands before it (and it makes nothing) or after it
+    (and finds all it made), never between its check of the fence and its writes."""
+    for n in range(40):
+        answer = raced(world, f"race-{n}")
+        assert answer == given_back(f"race-{n}") or answer["ok"] is True, answer
+        assert things(client, prefix) == set(), answer
+
+
+def test_a_repeated_apply_answers_the_first_baseline_and_changes_nothing(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    door = f"{prefix}door"
+    assert world.apply(door, "open", "lease-k") == {"ok": True, "baseline": None, "applied": "open"}
+    assert world.apply(door, "ajar", "lease-k") == {"ok": True, "baseline": None, "applied": "open"}
+    assert client.get(door) == "open"
+    assert world.applied_under("lease-k") == {"target": door, "baseline": None, "applied": "open"}
+
+
+def test_a_restore_by_key_with_no_baseline_puts_back_what_the_key_found_and_ends_it(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    door = f"{prefix}door"
+    client.set(door, "shut")
+    world.apply(door, "open", "lease-k")
+    world.apply(door, "open", "lease-k")  # a retry: it would have found "open"
+    assert world.restore(None, None, door, "lease-k") == {"ok": True}
+    assert client.get(door) == "shut"
+    assert world.apply(door, "open", "lease-k") == given_back("lease-k", "applied")
+    assert client.get(door) == "shut"
+    assert world.restore(None, None, door, "lease-k") == {"ok": True}  # restored before
+
+
+def test_a_restore_of_a_key_that_did_not_exist_removes_it(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    door = f"{prefix}door"
+    world.apply(door, "open", "lease-k")
+    assert world.restore("open", "open", door, "lease-k") == {"ok": True}  # the record wins
+    assert not client.exists(door)
+
+
+def test_a_restore_under_a_key_that_applied_nothing_is_ok_and_ends_the_key(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    door = f"{prefix}door"
+    client.set(door, "shut")
+    assert world.restore(None, None, door, "never-applied") == {"ok": True}
+    assert world.apply(door, "open", "never-applied") == given_back("never-applied", "applied")
+    assert client.get(door) == "shut"
+    assert world.applied_under("never-applied") is None
+
+
+def test_a_restore_by_key_leaves_somebody_elses_value_and_says_it_drifted(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    door = f"{prefix}door"
+    world.apply(door, "open", "lease-k")
+    client.set(door, "welded")
+    assert world.restore(None, None, door, "lease-k") == {"drifted": True, "current": "welded"}
+    assert client.get(door) == "welded"
+    assert world.fenced("lease-k")
+
+
+def test_the_modules_records_of_keys_expire_on_their_own(
+    world: RedisWorld, client: redis.Redis, prefix: str
+) -> None:
+    world.spawn({"count": 1}, "k1")
+    world.revert([], "k2")
+    world.apply(f"{prefix}door", "open", "lease-k")
+    world.restore(None, None, f"{prefix}door", "lease-k")
+    kept = {name for name in keys(client, prefix) if world.is_bookkeeping(name)}
+    assert kept == {
+        f"{prefix}made:k1",
+        f"{prefix}fence:k2",
+        f"{prefix}applied:lease-k",
+        f"{prefix}fence:lease-k",
+    }
+    assert all(0 < client.ttl(name) <= BOOKKEEPING_TTL_S for name in kept)
