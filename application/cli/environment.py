@@ -20,6 +20,7 @@ MEANINGS = {
     "retry_delays_s": "seconds to wait after the 1st, 2nd, ... failed attempt",
     "retry_jitter": "each wait stretched or shrunk by up to this fraction",
     "runner_gone_s": "a runner without a heartbeat this long is shown as gone",
+    "shutdown_grace_s": "a stopping runner waits this long for calls abandoned at their deadline",
     "ready_lag": "/readyz answers 503 once a projection is this many events behind",
     "modules_dir": "a folder of module folders to load",
     "builtin_modules": "built-in modules to load, separated by commas (sandbox,redis)",
