@@ -15,6 +15,7 @@ from runledger.application.services.dry_run import DryRunner
 from runledger.application.services.fleet import Fleet, Loaded
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.history import History
+from runledger.application.services.holds import Holds
 from runledger.application.services.inputs import worker_name
 from runledger.application.services.leases import CoreLease
 from runledger.application.services.ledger import Ledger
@@ -55,6 +56,7 @@ class Runledger:
     registry: Registry
     ledger: Ledger
     cleanup: Cleanup
+    holds: Holds
     reconciler: Reconciler
     runs: Runs
     history: History
@@ -146,6 +148,7 @@ def bootstrap(
     )
     serving = served_by(fleet, clock)
     pages = Pages(backend, fresh=fresh)
+    holds = Holds(core_lease=core_lease, ledger=ledger, queries=queries, clock=clock)
     cleanup = Cleanup(
         app=app,
         streams=streams,
@@ -157,6 +160,7 @@ def bootstrap(
             settings=settings,
             observe=telemetry.module_call,
         ),
+        holds=holds,
         settings=settings,
         clock=clock,
         serving=serving,
@@ -204,6 +208,7 @@ def bootstrap(
         registry=registry,
         ledger=ledger,
         cleanup=cleanup,
+        holds=holds,
         reconciler=Reconciler(
             app=app,
             streams=streams,
@@ -221,6 +226,7 @@ def bootstrap(
             queries=queries,
             pages=pages,
             cleanup=cleanup,
+            holds=holds,
             max_attempts=settings.max_revert_attempts,
             clock=clock,
         ),

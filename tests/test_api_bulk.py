@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from runledger.application.bootstrap import Runledger
+from runledger.application.modules.protocol import Registry
 from tests.api_support import (
     DOWN,
     Api,
@@ -21,6 +22,7 @@ from tests.api_support import (
 )
 from tests.game import Clock
 from tests.reading import written
+from tests.test_person_holds import SKY, Sky, drifted_then_leased, said
 
 PLAN = "/admin/events/cleanup/plan"
 APPLY = "/admin/events/cleanup/apply"
@@ -130,6 +132,28 @@ def assert_refused(api: Api, shard: Shard, where: dict[str, Any], fingerprint: s
     assert "stale" in answer.json()["detail"]
     assert f"({runs} run{'' if runs == 1 else 's'})" in answer.json()["detail"]
     assert (len(shard.reverts), written(api.rl)) == (asked, before)
+
+
+def test_a_plan_warns_of_a_lease_another_live_run_holds_and_applying_it_leaves_it_alone(
+    api: Api, registry: Registry, clock: Clock
+) -> None:
+    sky = Sky()
+    sky.install(registry)
+    first, second = drifted_then_leased(api.rl, sky, clock)
+    held = said("north", second, "2026-12-02 13:01:00")
+    found = plan(api, {"module": SKY})
+    [entry] = found["runs"][0]["entries"]
+    assert (entry["state"], entry["ask"]) == ("drifted", f"nothing ({held})")
+    assert (entry["held"]["holder"], entry["held"]["said"]) == (str(second), held)
+    answer = api.post(
+        APPLY, "operator", json={"where": {"module": SKY}, "fingerprint": found["fingerprint"]}
+    )
+    assert answer.status_code == 200, answer.text
+    [summary] = answer.json()["runs"]
+    assert [h["said"] for h in summary["held"]] == [held]
+    assert (summary["attempted"], summary["cleanup_status"]) == (0, "incomplete")
+    assert sky.values == {"north": "fog"}  # the second run's override stands
+    assert retries(api.rl, first) == [{"by": "alice", "resources": 0, "held": 1}]
 
 
 def test_a_plan_s_filter_is_checked(api: Api) -> None:

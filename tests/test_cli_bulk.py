@@ -9,12 +9,14 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
 
 from runledger.application.api.schemas.bulk import Applied, Plan
 from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli import exits
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
@@ -24,6 +26,7 @@ from tests.test_cli_json import (
     cli_fixture,  # noqa: F401  (a fixture)
     ended_incomplete,
     parsed,
+    start,
 )
 
 INCOMPLETE = ["--where", "module=sandbox", "--where", "cleanup=incomplete"]
@@ -119,6 +122,45 @@ def test_an_applied_plan_whose_runs_stay_incomplete_exits_3(cli: Cli, tmp_path: 
     ).out
     assert f"Applied plan {found.fingerprint}: 1 run asked again" in said
     assert "failed 2; 2 remaining (by ops); cleanup incomplete" in said
+
+
+def fog(name: str) -> dict[str, Any]:
+    """A run that leases the sandbox's north weather to fog, then waits for a person."""
+    params = {"lease": "sandbox.weather", "target": "north", "value": "fog", "duration_s": 3600}
+    lease = {"id": "weather", "action": "core.lease", "params": params}
+    return {"name": name, "phases": [{"id": "p", "advance": "manual", "steps": [lease]}]}
+
+
+def test_a_lease_another_live_run_holds_is_shown_left_alone_before_and_after_the_retry(
+    cli: Cli, tmp_path: Path
+) -> None:
+    world = SandboxWorld(tmp_path / "sandbox.sqlite3")
+    first = start(cli, tmp_path, fog("first"))
+    cli("tick")
+    cli("sandbox", "set", "weather:north", "storm")  # a game master
+    cli("advance", str(first), "--by", "alice")
+    cli("tick")
+    assert world.value("weather:north") == "storm"
+    second = start(cli, tmp_path, fog("second"))
+    cli("tick")
+    assert world.value("weather:north") == "fog"
+    where = ["--where", "module=sandbox"]
+    found = parsed(Plan, cli("cleanup", *where, "--plan", "--json"))
+    [entry] = found.runs[0].entries
+    assert entry.held is not None and entry.held.holder == second
+    held = entry.held.said
+    assert held.startswith(f"north is held by run {second} until ") and held.endswith(
+        " UTC: not restored"
+    )
+    said = cli("cleanup", *where, "--plan").out
+    assert "1 run, 1 entry to retry (1 not restored: another live run holds the target)" in said
+    assert f"would ask: nothing ({held})" in said
+    retried = cli("cleanup", str(first), "--by", "ops", code=exits.CLEANUP_INCOMPLETE).out
+    assert f"left alone: override:sandbox.weather#north: {held}" in retried
+    assert world.value("weather:north") == "fog"  # the second run's override stands
+    cli("advance", str(second), "--by", "alice")
+    cli("tick")
+    assert world.value("weather:north") == "storm"  # its restore put back what it found
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)

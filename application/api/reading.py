@@ -13,7 +13,7 @@ from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadQuery, BadRequest, NotFound, ProjectionStuck
 from runledger.application.services.bulk import Plan
 from runledger.application.services.history import Replay, Stepping
-from runledger.application.services.verdicts import Summary
+from runledger.application.services.verdicts import Retried, Summary
 from runledger.domain.resource import Resource
 from runledger.projections.pages import Cursor, RunFilter, Where
 from runledger.projections.queries import EntryRow, LogLine, RunRow
@@ -159,6 +159,9 @@ def cleanup_summary(rl: Runledger, run_id: UUID, summary: Summary) -> runs.Clean
         failed=summary.failed,
         remaining=row.unresolved,
         cleanup_status=row.cleanup_status,
+        held=[runs.Held.model_validate(h) for h in summary.held]
+        if isinstance(summary, Retried)
+        else [],
     )
 
 
@@ -236,6 +239,7 @@ def plan(selector: bulk.Selector, found: Plan) -> bulk.Plan:
                         attempts=p.entry.attempts,
                         last_error=p.entry.last_error,
                         ask=p.ask,
+                        held=None if p.held is None else runs.Held.model_validate(p.held),
                     )
                     for p in r.entries
                 ],

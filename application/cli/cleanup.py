@@ -88,6 +88,8 @@ def _one(run_id: UUID, by: str, as_json: bool) -> None:
         print_json(answer)
     else:
         console.print(Text.assemble(f"cleanup of {run_id}: ", *cleanup_words(answer)))
+        for line in _held_lines(answer):
+            console.print(line)
     _exit_when_incomplete([answer])
 
 
@@ -113,11 +115,14 @@ def _plan(selector: Selector, given: list[str], as_json: bool) -> None:
 def _plan_lines(found: Plan) -> list[Text]:
     runs = "run" if len(found.runs) == 1 else "runs"
     entries = "entry" if found.entries == 1 else "entries"
+    held = sum(1 for run in found.runs for entry in run.entries if entry.held is not None)
+    left = f" ({held} not restored: another live run holds the target)" if held else ""
     lines = [
         Text.assemble(
             ("Plan ", "bold"),
             (found.fingerprint, "bold"),
-            f": {len(found.runs)} {runs}, {found.entries} {entries} to retry; nothing written",
+            f": {len(found.runs)} {runs}, {found.entries} {entries} to retry{left}; "
+            "nothing written",
         )
     ]
     for run in found.runs:
@@ -157,7 +162,19 @@ def _apply(selector: Selector, fingerprint: str, by: str, as_json: bool) -> None
         for summary in answer.runs:
             name = safe_text(names.get(summary.run_id, ""))
             console.print(Text.assemble(f"  {name} {summary.run_id}: ", *cleanup_words(summary)))
+            for line in _held_lines(summary, "    "):
+                console.print(line)
     _exit_when_incomplete(answer.runs)
+
+
+def _held_lines(summary: CleanupSummary, indent: str = "  ") -> list[Text]:
+    """The lease entries the retry left as they are, each with why."""
+    return [
+        Text.assemble(
+            indent, ("left alone:", "yellow"), f" {safe_text(h.name)}: {safe_text(h.said)}"
+        )
+        for h in summary.held
+    ]
 
 
 def _names(rl: Runledger, run_ids: list[UUID]) -> dict[UUID, str]:

@@ -1,5 +1,6 @@
 """Cleanup after an outage: preview which runs and entries a filter selects (a plan, writing
-nothing), then retry exactly those runs, if the selection is still what the plan saw."""
+nothing), then retry exactly those runs, if the selection is still what the plan saw. A lease
+entry whose target another live run holds is shown as left alone, before anything is done."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from uuid import UUID
 
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.cleanup import Cleanup
-from runledger.application.services.verdicts import Summary
+from runledger.application.services.holds import Held, Holds
+from runledger.application.services.verdicts import Retried
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
 from runledger.domain.status import CleanupStatus
 from runledger.projections.pages import Pages, Where
@@ -27,6 +29,8 @@ class Planned:
 
     entry: EntryRow
     ask: str
+    held: Held | None = None
+    """Another live run holds the lease's target: the retry leaves this entry as it is."""
 
 
 @dataclass
@@ -45,8 +49,10 @@ class Plan:
     fingerprint: str
 
 
-def ask(entry: EntryRow) -> str:
+def ask(entry: EntryRow, held: Held | None = None) -> str:
     """The call a retry would make for this entry, in words."""
+    if held is not None:
+        return f"nothing ({held.said})"
     if entry.kind == LEASE_KIND:
         return f"restore the baseline of {entry.ref} ({entry.module})"
     if entry.kind == PLACEHOLDER_KIND:
@@ -55,11 +61,15 @@ def ask(entry: EntryRow) -> str:
 
 
 def fingerprint(runs: list[PlannedRun]) -> str:
-    """Changes when any selected entry changes (a new version) or the selection does."""
-    shape = [
-        [str(r.run_id), [[str(p.entry.entry_id), p.entry.version] for p in r.entries]] for r in runs
-    ]
+    """Changes when any selected entry changes (a new version) or the selection does, and
+    when another run comes to hold, or stops holding, a planned lease's target."""
+    shape = [[str(r.run_id), [_shape(p) for p in r.entries]] for r in runs]
     return hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:32]
+
+
+def _shape(planned: Planned) -> list[object]:
+    shape: list[object] = [str(planned.entry.entry_id), planned.entry.version]
+    return shape if planned.held is None else [*shape, str(planned.held.holder)]
 
 
 class Bulk:
@@ -69,12 +79,14 @@ class Bulk:
         queries: Queries,
         pages: Pages,
         cleanup: Cleanup,
+        holds: Holds,
         max_attempts: int,
         clock: Callable[[], datetime],
     ) -> None:
         self.queries = queries
         self.pages = pages
         self.cleanup = cleanup
+        self.holds = holds
         self.max_attempts = max_attempts
         self.clock = clock
 
@@ -96,13 +108,18 @@ class Bulk:
             wanted = where.cleanup_status
             if run is None or (wanted is not None and run.cleanup_status != wanted):
                 continue
-            mine = [Planned(r, ask(r)) for r in rows if r.run_id == run_id]
+            mine = self._planned(run_id, [r for r in rows if r.run_id == run_id])
             planned.append(PlannedRun(run_id, run.name, run.status, run.cleanup_status, mine))
         return Plan(where, planned, fingerprint(planned))
 
-    def apply(self, where: Where, expected: str, by: str) -> dict[UUID, Summary]:
+    def _planned(self, run_id: UUID, rows: list[EntryRow]) -> list[Planned]:
+        held = {h.entry_id: h for h in self.holds.among(run_id, rows)}
+        return [Planned(r, ask(r, held.get(r.entry_id)), held.get(r.entry_id)) for r in rows]
+
+    def apply(self, where: Where, expected: str, by: str) -> dict[UUID, Retried]:
         """Retry exactly the runs of the plan named by ``expected``: each run's manual cleanup in
-        ``by``'s name. Refused when the selection has changed since the plan was made."""
+        ``by``'s name. Refused when the selection has changed since the plan was made; a lease
+        entry another live run holds is left as it is (``manual_cleanup`` asks again)."""
         plan = self.plan(where)
         if plan.fingerprint != expected:
             runs = f"{len(plan.runs)} run{'' if len(plan.runs) == 1 else 's'}"

@@ -10,6 +10,7 @@ from uuid import UUID, uuid4
 from runledger.application.errors import OUTAGES, Conflict
 from runledger.application.services.give_back import GiveBack
 from runledger.application.services.groups import Group
+from runledger.application.services.holds import Holds
 from runledger.application.services.inputs import person
 from runledger.application.services.lanes import in_lanes
 from runledger.application.services.ledger import Ledger, save_with_retry
@@ -20,7 +21,7 @@ from runledger.application.services.serving import (
     served_nowhere,
 )
 from runledger.application.services.sweep_pass import Pass, Work
-from runledger.application.services.verdicts import Summary
+from runledger.application.services.verdicts import Retried, Summary
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource
@@ -50,6 +51,7 @@ class Cleanup:
         queries: Queries,
         ledger: Ledger,
         give_back: GiveBack,
+        holds: Holds,
         settings: Settings,
         clock: Callable[[], datetime],
         serving: Callable[[], ServedElsewhere] = served_nowhere,
@@ -59,6 +61,7 @@ class Cleanup:
         self.queries = queries
         self.ledger = ledger
         self.give_back = give_back
+        self.holds = holds
         self.settings = settings
         self.clock = clock
         self.serving = serving
@@ -146,42 +149,64 @@ class Cleanup:
 
         return land
 
-    def manual_cleanup(self, run_id: UUID, by: str) -> Summary:
-        """A person asks again: reset the run's counters, log it, and work the run now."""
+    def manual_cleanup(self, run_id: UUID, by: str) -> Retried:
+        """A person asks again: reset the run's counters, log it, and work the run now. A lease
+        entry whose target another live run now holds is left as it is, and the answer says why:
+        restoring it would undo that run's override."""
         person(by, "a manual cleanup")
         run = self.ledger.get_run(run_id)
         if not run.is_terminal:
             raise Conflict(f"run {run_id} is still running; its ledger is still growing")
         now = self.clock()
-        ids = [e.entry_id for e in self.queries.unresolved_entries(run_id)]
+        rows = self.queries.unresolved_entries(run_id)
+        held = {h.entry_id: h for h in self.holds.among(run_id, rows)}
+        ids = [e.entry_id for e in rows if e.entry_id not in held]
 
         def reset() -> list[Any]:
             entries = self.streams.load(Resource, ids).values()
             chosen = [e for e in entries if e.unresolved and not e.under_live_claim(now)]
             for entry in chosen:
                 entry.reset_attempts(by, now)
+            detail: dict[str, Any] = {"by": by, "resources": len(chosen)}
+            if held:
+                detail["held"] = len(held)
             line = LogEntry(
                 key=f"retry|{run_id}|{uuid4()}",
                 run_id=run_id,
                 kind="cleanup.retry",
-                detail={"by": by, "resources": len(chosen)},
+                detail=detail,
                 at=now,
             )
             return [*chosen, line]
 
+        def leave(group: Group) -> bool:
+            # Asked again right before the pass: a run may have taken a target since the reset.
+            again = self.holds.among(run_id, [r for r in group.rows if r.entry_id not in held])
+            held.update((h.entry_id, h) for h in again)
+            return any(r.entry_id in held for r in group.rows)
+
         save_with_retry(self.app, reset)
         self.elsewhere = self.serving()
-        return self.clean_run(run_id, worker=f"{by} (manual)", by=by)
+        summary = self.clean_run(run_id, worker=f"{by} (manual)", by=by, leave=leave)
+        return Retried(**vars(summary), held=list(held.values()))
 
-    def clean_run(self, run_id: UUID, *, worker: str, by: str, stop: Halt | None = None) -> Summary:
+    def clean_run(
+        self,
+        run_id: UUID,
+        *,
+        worker: str,
+        by: str,
+        stop: Halt | None = None,
+        leave: Callable[[Group], bool] | None = None,
+    ) -> Summary:
         """Work one run's retryable entries once, a bounded number of groups, one call at a
-        time; answers what was recorded."""
+        time; answers what was recorded. A group ``leave`` answers true for is not worked."""
         now = self.clock()
         run = self.queries.run(run_id, now, self.settings.max_revert_attempts)
         found: Work | None = None
         if run is not None:
             found = (run, [EntryRow.of(e) for e in self._pages([run], now)[run_id]])
-        one = self._pass(worker)
+        one = self._pass(worker, leave)
         summary = one.clean(run_id, found, by, stop)
         one.land()
         return summary
@@ -193,7 +218,8 @@ class Cleanup:
         pages = [(run.run_id, run.status not in TERMINAL) for run in runs]
         return self.queries.retryable_pages(pages, now, max_attempts)
 
-    def _pass(self, worker: str) -> Pass:
+    def _pass(self, worker: str, leave: Callable[[Group], bool] | None = None) -> Pass:
+        left = self._left_to_others
         return Pass(
             app=self.app,
             streams=self.streams,
@@ -201,7 +227,7 @@ class Cleanup:
             settings=self.settings,
             clock=self.clock,
             worker=worker,
-            left_to_others=self._left_to_others,
+            left_to_others=left if leave is None else lambda g: leave(g) or left(g),
         )
 
     def _left_to_others(self, group: Group) -> bool:

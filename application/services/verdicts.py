@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
 from runledger.application.modules.answers import Verdict
 from runledger.application.services.groups import Group
+from runledger.application.services.holds import Held
 from runledger.domain.backoff import Backoff
 from runledger.domain.errors import DomainError
 from runledger.domain.resource import FailureMode, Resource
@@ -46,6 +47,14 @@ class Summary:
             remaining=later.remaining,
             by=later.by,
         )
+
+
+@dataclass
+class Retried(Summary):
+    """A person's retry of one run: its pass, and the lease entries it left as they are because
+    another live run holds their target (apart from Summary, so a sweep's line never lists them)."""
+
+    held: list[Held] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from playwright.sync_api import Page, expect
 
+from runledger.application.modules.protocol import Registry
 from tests.api_support import (
     Api,
     Shard,
@@ -19,6 +20,7 @@ from tests.console_support import (
     incomplete_run,
 )
 from tests.game import Clock
+from tests.test_person_holds import Sky, one_of_two_held, said
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 
@@ -65,6 +67,32 @@ def test_retry_cleanup_gives_everything_back_in_place(
     expect(page.get_by_role("button", name="Retry cleanup")).to_have_count(0)
     assert still_marked(page)
     browsing.shot(page, "run-after-retry")
+
+
+def test_retry_cleanup_says_first_which_lease_it_leaves_because_another_live_run_holds_it(
+    browsing: Browsing, api: Api, registry: Registry
+) -> None:
+    sky = Sky()
+    sky.install(registry)
+    run, other = one_of_two_held(api.rl, sky)
+    held = said("north", other, "2026-12-02 13:00:00")
+    page = browsing.signed_in("operator")
+    open_run(browsing, page, run)
+    page.get_by_role("button", name="Retry cleanup").click()
+    confirm = page.locator("#confirm .confirm")
+    expect(confirm.locator(".foreseen")).to_have_text(
+        "Retry cleanup of 'A': ask the modules again for 1 of its 2 entries left to give back, "
+        "in the name alice; 1 lease entry will not be restored, because another live run holds "
+        "its target:"
+    )
+    expect(confirm.locator("ul.held li")).to_have_text([held])
+    browsing.shot(page, "run-confirm-held")
+    page.get_by_role("button", name="Yes, retry cleanup").click()
+    expect(page.locator("#confirm [data-outcome]")).to_have_text(
+        "Cleanup retried by alice: 0 given back, 0 failing, 1 drifted, cleanup incomplete "
+        f"(2 entries left). Left alone: {held}."
+    )
+    assert sky.values == {"north": "fog", "east": "sleet"}
 
 
 def test_cancel_without_cleanup_at_a_phones_width_keeps_everything_in_alices_name(

@@ -5,7 +5,7 @@ from uuid import UUID
 from pydantic import AwareDatetime, Field
 
 from runledger.application.api.schemas.common import Answer, Ask, StoredText
-from runledger.application.api.schemas.runs import CleanupSummary
+from runledger.application.api.schemas.runs import CleanupSummary, Held
 from runledger.domain.status import CleanupStatus
 
 
@@ -29,6 +29,11 @@ class PlannedEntry(Answer):
     attempts: int
     last_error: str | None
     ask: str = Field(description="what a retry would ask of the module")
+    held: Held | None = Field(
+        None,
+        description="another live run holds this lease's target: the retry leaves the entry as "
+        "it is",
+    )
 
 
 class PlannedRun(Answer):

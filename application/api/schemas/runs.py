@@ -100,6 +100,20 @@ class LogPage(Answer):
     earlier: int | None = Field(description="pass as `before` for the lines before these")
 
 
+class Held(Answer):
+    """A lease entry a person's retry leaves as it is: another live run holds its target, and
+    restoring it would undo that run's override. When that run ends, its own restore puts back
+    what it found."""
+
+    entry_id: UUID
+    name: str
+    lease: str
+    target: str
+    holder: UUID = Field(description="the live run that holds the target")
+    until: datetime | None = Field(description="when the holder's lease ends")
+    said: str = Field(description="why the entry is not restored, in one sentence")
+
+
 class CleanupSummary(Answer):
     run_id: UUID
     by: str
@@ -109,6 +123,11 @@ class CleanupSummary(Answer):
     failed: int
     remaining: int
     cleanup_status: CleanupStatus
+    held: list[Held] = Field(
+        default_factory=list,
+        description="lease entries a person's retry did not restore: another live run holds "
+        "their target",
+    )
 
 
 class Advanced(Answer):

@@ -17,6 +17,7 @@ from fastapi import Request
 from runledger.application.api import reading
 from runledger.application.api.schemas.runs import RunSummary
 from runledger.application.bootstrap import Runledger
+from runledger.application.services.holds import Held
 from runledger.domain.spec import RunSpec
 from runledger.domain.text import safe_text
 
@@ -56,13 +57,17 @@ class Before:
     run: RunSummary
     phases: list[str]
     phase: int
+    held: tuple[Held, ...] = ()
+    """Lease entries a retry would leave as they are: another live run holds their target."""
 
     @classmethod
     def read(cls, rl: Runledger, run_id: UUID) -> Before:
         run = reading.run_summary(reading.known_run(rl, run_id))
         stored = rl.ledger.get_run(run_id)
         phases = [p.id for p in RunSpec.stored(stored.spec).phases] if stored.spec else []
-        return cls(run, phases, stored.phase)
+        ended = stored.is_terminal and run.unresolved
+        held = tuple(rl.holds.of_run(run_id)) if ended else ()
+        return cls(run, phases, stored.phase, held)
 
     @property
     def name(self) -> str:
@@ -81,6 +86,8 @@ class Before:
 class Foreseen:
     said: str
     possible: bool
+    held: tuple[str, ...] = ()
+    """Why each entry the action leaves alone is left, one sentence each."""
 
 
 def foresee(before: Before, action: str, by: str) -> Foreseen:
@@ -91,6 +98,8 @@ def foresee(before: Before, action: str, by: str) -> Foreseen:
             return Foreseen(f"{name} is still running: its cleanup starts when it ends.", False)
         if not before.run.unresolved:
             return Foreseen(f"{name} has nothing left to give back.", False)
+        if before.held:
+            return _held_back(before, by)
         return Foreseen(
             f"Retry cleanup of {name}: ask the modules again for its {left}, in the name {by}.",
             True,
@@ -116,6 +125,30 @@ def foresee(before: Before, action: str, by: str) -> Foreseen:
             f"{_giving(before, 'the runner then gives back')}."
         )
     return Foreseen(said, True)
+
+
+def _held_back(before: Before, by: str) -> Foreseen:
+    """A retry that leaves some lease entries alone, because another live run holds their
+    target: said before anything is done."""
+    said = tuple(h.said for h in before.held)
+    held = len(before.held)
+    asked = before.run.unresolved - held
+    lease = "lease entry" if held == 1 else "lease entries"
+    its = "its target" if held == 1 else "their targets"
+    why = f"another live run holds {its}"
+    if asked <= 0:
+        return Foreseen(
+            f"Retry cleanup of {before.name}: nothing would be restored now, because {why}:",
+            False,
+            said,
+        )
+    return Foreseen(
+        f"Retry cleanup of {before.name}: ask the modules again for {asked:,} of its "
+        f"{before.left}, in the name {by}; {held:,} {lease} will not be restored, because "
+        f"{why}:",
+        True,
+        said,
+    )
 
 
 def _giving(before: Before, giving: str) -> str:
@@ -186,10 +219,12 @@ def _retried(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: 
         summary = rl.cleanup.manual_cleanup(before.run.run_id, by)
     found = reading.cleanup_summary(rl, before.run.run_id, summary)
     drifted = f", {found.drifted} drifted" if found.drifted else ""
+    held = f" Left alone: {'; '.join(h.said for h in found.held)}." if found.held else ""
     return (
         f"Cleanup retried by {by}: {found.reverted} given back, {found.failed} failing{drifted}, "
         f"{CLEANUP_SAID.get(found.cleanup_status, found.cleanup_status)}"
         + (f" ({entries(found.remaining)} left)." if found.remaining else ".")
+        + held
     )
 
 
