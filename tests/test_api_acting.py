@@ -158,6 +158,7 @@ def test_a_manual_cleanup_answers_its_summary_in_the_operator_s_name(
         "failed": 0,
         "remaining": 0,
         "cleanup_status": "complete",
+        "held": [],
     }
     [retry] = log_lines(api, run, "cleanup.retry")
     assert retry["detail"] == {"by": "alice", "resources": 2}
