@@ -31,7 +31,7 @@ from tests.reading import the_step
 SPAWN = "game.spawn"
 LATE_S = 1.5
 """How long a hanging call takes: well past its budget, short enough for a test to wait for."""
-SLOW = {"retry_delays_s": (600.0,)}
+SLOW: dict[str, Any] = {"retry_delays_s": (600.0,)}
 """The step's retry waits far beyond the test: only the late answer can change the world."""
 
 
