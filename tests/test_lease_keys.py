@@ -6,8 +6,8 @@ must not let the retry read the run's own override as its baseline; and a lease 
 left by a runner that died while its apply was answering is given back by asking the module,
 which puts back what the key found.
 
-The lease here is the sandbox's own keyed apply and restore (``leases.py``), in a module of the
-test's (``slowsky``) whose apply waits after it took effect, as a slow shard's answer would.
+The lease is the built-in sandbox's ``sandbox.weather``; its ``hang`` fault holds an apply's
+answer back after the value is set, as a slow shard's answer would.
 """
 
 from __future__ import annotations
@@ -30,62 +30,21 @@ from runledger.application.modules.deadline import ABANDONED
 from runledger.application.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-LEASE = "slowsky.weather"
+LEASE = "sandbox.weather"
 TARGET = "north"
 PROP = f"weather:{TARGET}"
-MODULE = """
-import time
-from pathlib import Path
-
-from runledger.application.builtin_modules.sandbox.world import SandboxWorld
-
-
-def register(ctx):
-    world = SandboxWorld(Path(ctx.settings["RUNLEDGER_SLOWSKY_PATH"]))
-    hang = Path(ctx.settings["RUNLEDGER_SLOWSKY_HANG"])
-
-    def apply(target, value, run_id, idempotency_key):
-        answer = world.apply("sandbox.weather", target, value, idempotency_key)
-        if hang.exists():
-            time.sleep(float(hang.read_text()))
-        return answer
-
-    def restore(baseline, expected, run_id, target, idempotency_key):
-        return world.restore("sandbox.weather", baseline, expected, target, idempotency_key)
-
-    ctx.lease("slowsky.weather", apply=apply, restore=restore)
-"""
 
 
 @pytest.fixture
 def sky(tmp_path: Path) -> SandboxWorld:
-    return SandboxWorld(tmp_path / "sky.sqlite3")
+    return SandboxWorld(tmp_path / "sandbox.sqlite3")
 
 
-@pytest.fixture
-def modules(tmp_path: Path) -> Path:
-    folder = tmp_path / "modules" / "slowsky"
-    folder.mkdir(parents=True)
-    (folder / "module.toml").write_text(
-        'name = "slowsky"\nsite = "sky"\napi = "2.0"\nentry = "slowsky.py:register"\n'
-    )
-    (folder / "slowsky.py").write_text(MODULE)
-    return folder.parent
-
-
-@pytest.fixture
-def hang(tmp_path: Path) -> Path:
-    """Write seconds here and every apply waits that long after it took effect."""
-    return tmp_path / "hang"
-
-
-def environment(store_url: str, modules: Path, sky: SandboxWorld, hang: Path) -> dict[str, str]:
+def environment(store_url: str, sky: SandboxWorld) -> dict[str, str]:
     return {
         "RUNLEDGER_DATABASE_URL": store_url,
-        "RUNLEDGER_MODULES_DIR": str(modules),
-        "RUNLEDGER_SANDBOX_PATH": str(sky.path.with_name("sandbox.sqlite3")),
-        "RUNLEDGER_SLOWSKY_PATH": str(sky.path),
-        "RUNLEDGER_SLOWSKY_HANG": str(hang),
+        "RUNLEDGER_BUILTIN_MODULES": "sandbox",
+        "RUNLEDGER_SANDBOX_PATH": str(sky.path),
         "EVENT_RETRY_DELAYS_S": "0",
     }
 
@@ -94,12 +53,11 @@ Open = Callable[..., Runledger]
 
 
 @pytest.fixture
-def open_rl(store_url: str, modules: Path, sky: SandboxWorld, hang: Path) -> Iterator[Open]:
+def open_rl(store_url: str, sky: SandboxWorld) -> Iterator[Open]:
     opened: list[Runledger] = []
 
     def make(**settings: Any) -> Runledger:
-        env = environment(store_url, modules, sky, hang)
-        given = Settings.from_env(env).model_copy(update=settings)
+        given = Settings.from_env(environment(store_url, sky)).model_copy(update=settings)
         rl = bootstrap(given)
         opened.append(rl)
         return rl
@@ -132,15 +90,15 @@ def give_back(rl: Runledger, run: UUID) -> str:
 
 
 def test_a_repeated_apply_never_takes_the_runs_own_override_as_its_baseline(
-    open_rl: Open, sky: SandboxWorld, hang: Path
+    open_rl: Open, sky: SandboxWorld
 ) -> None:
     sky.set_value(PROP, "original")
-    hang.write_text("1.5")
+    sky.set_fault(LEASE, "hang", 1.5)
     rl = open_rl(default_budget_ms=300)  # core.lease's bound on apply
     run = rl.runs.start(leasing("OPEN"))
     rl.runs.advance_leg("w1")  # the apply takes effect, and answers after the bound
     assert sky.value(PROP) == "OPEN"
-    hang.unlink()
+    sky.clear_faults()
     assert ABANDONED.wait(30) == []
     for _ in range(3):  # the retry applies again under the same key, if it must
         rl.runs.advance_leg("w1")
@@ -155,13 +113,13 @@ def test_a_repeated_apply_never_takes_the_runs_own_override_as_its_baseline(
 
 
 def test_a_lease_placeholder_left_by_a_dead_runner_is_restored_by_asking_the_module(
-    open_rl: Open, store_url: str, modules: Path, sky: SandboxWorld, hang: Path
+    open_rl: Open, store_url: str, sky: SandboxWorld
 ) -> None:
     sky.set_value(PROP, "clear")
     rl = open_rl()
     run = rl.runs.start(leasing("fog"))
-    hang.write_text("120")
-    env = os.environ | environment(store_url, modules, sky, hang)
+    sky.set_fault(LEASE, "hang", 120)
+    env = os.environ | environment(store_url, sky)
     victim = subprocess.Popen(
         [sys.executable, "-m", "runledger.application.cli.app", "runner", "--interval", "0.1"],
         cwd=ROOT,
@@ -178,7 +136,7 @@ def test_a_lease_placeholder_left_by_a_dead_runner_is_restored_by_asking_the_mod
     finally:
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(30)
-    hang.unlink()
+    sky.clear_faults()
     rl.ledger.cancel_run(run, "ops", cleanup=True)
     assert give_back(rl, run) == "complete"  # a new runner's sweep
     assert sky.value(PROP) == "clear"  # put back by the module's record of the key

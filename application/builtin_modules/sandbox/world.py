@@ -229,8 +229,14 @@ class SandboxWorld:
         return {"ok": True, "in_force": [r["ref"] for r in resources if r["ref"] in present]}
 
     def apply(self, lease: str, target: str, value: Any, key: str) -> Any:
+        """A ``hang`` fault on the lease (``sandbox fault sandbox.weather hang 5``) holds the
+        answer back after the value is set: an apply that takes effect and answers late."""
         with self._db() as db:
-            return leases.apply(db, lease, target, value, key)
+            answer = leases.apply(db, lease, target, value, key)
+            hang = self._fault(db, [lease], "hang")
+        if hang:
+            time.sleep(float(hang))
+        return answer
 
     def restore(self, lease: str, baseline: Any, expected: Any, target: str, key: str) -> Any:
         with self._db() as db:
