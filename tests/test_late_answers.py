@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -24,6 +25,7 @@ from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.modules.deadline import ABANDONED
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
+from runledger.domain.resource import Resource
 from runledger.projections.queries import EntryRow
 from tests.game import Clock, Game, phase, runledgers, spec, step
 from tests.reading import the_step
@@ -209,3 +211,25 @@ def test_a_stopping_runner_waits_for_abandoned_calls_then_names_those_it_left(
     with caplog.at_level(logging.WARNING, logger="runledger.runner"):
         patient._await_abandoned()
     assert [r for r in caplog.records if r.name == "runledger.runner"] == []
+
+
+def test_core_never_dispatches_a_key_whose_placeholder_was_given_back(
+    store_url: str, registry: Registry, clock: Clock
+) -> None:
+    game = Game()
+    game.install(registry, SPAWN)
+    game.script(SPAWN, lambda params, key: {"ok": False, "error": "the shard is busy"})
+    with runledgers(store_url, registry, clock) as open_one:
+        rl = open_one()
+        run = rl.runs.start(one_step())
+        rl.runs.advance_leg("w1")  # the first attempt fails; its placeholder stands
+        [held] = [e for e in entries(rl, run) if e.kind == "@step"]
+        placeholder = rl.runs.streams.load(Resource, [held.entry_id])[held.entry_id]
+        now = clock()
+        placeholder.claim_revert("w2", now, now + timedelta(seconds=10), 3)
+        placeholder.mark_reverted("w2", 1, now)
+        rl.app.save(placeholder)  # given back by key, as a sweep racing the run would
+        clock.advance(60)
+        rl.runs.advance_leg("w1")
+        assert game.keys_performed(SPAWN) == [f"{run}:s1"]  # the first attempt only
+        assert game.alive == {}
