@@ -118,7 +118,7 @@ class Drill:
         kills = sorted(rng.uniform(0.03, 0.9) * span for _ in range(plan.kills))
         freezes = sorted(rng.uniform(0.03, 0.9) * span for _ in range(plan.freezes))
         next_fault, next_gm, next_retry = 1.0, 5.0, 6.0
-        while (now := time.monotonic() - epoch) < span or starts:
+        while (now := time.monotonic() - epoch) < span or starts or freezes:
             while starts and starts[0] <= now:
                 starts.pop(0)
                 self._start()

@@ -72,7 +72,8 @@ class Faults:
             value = self.rng.randint(1, 3)
         calls = self._calls(scope)
         self.world.set_fault(scope, knob, value)
-        self.windows[scope, knob] = (now + self.rng.uniform(2, 6), calls)
+        seconds = self.rng.uniform(2, 6) if self.opened else 6.0  # long enough to catch calls
+        self.windows[scope, knob] = (now + seconds, calls)
         self.opened[knob] += 1
         return scope if knob == "hang" else None
 
