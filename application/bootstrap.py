@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runledger.application.modules.loader import BUILTIN_DIR, Loader, ModuleEvents, ModuleStatus
+from runledger.application.modules.loader import Loader, ModuleEvents, ModuleStatus
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
@@ -256,8 +256,7 @@ def load_modules(rl: Runledger) -> None:
         register_budget_s=settings.module_load_budget_s,
         environ=settings.module_environ,
     )
-    builtins = [BUILTIN_DIR / name for name in settings.builtin_names()]
-    statuses = [loader.load_folder(folder) for folder in builtins if folder.is_dir()]
+    statuses = loader.load_builtins(settings.builtin_names())
     if settings.modules_dir:
         statuses += loader.load([Path(settings.modules_dir)])
     rl.modules = statuses

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from runledger.application.errors import ConfigError
 from runledger.domain.backoff import Backoff
+from runledger.domain.values import plain_message
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
 MAX_CLEANUP_LANES = 8
@@ -137,7 +138,7 @@ class Settings(BaseModel, frozen=True):
         except ValidationError as error:
             first = error.errors()[0]
             name = ENV_NAMES.get(str(first["loc"][0]), str(first["loc"][0]))
-            raise ConfigError(f"{name} is invalid: {first['msg']}") from None
+            raise ConfigError(f"{name} is invalid: it {plain_message(first)}") from None
 
 
 def settings_prefix(module: str) -> str:

@@ -4,9 +4,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from runledger.domain.values import storable, storable_text
+from runledger.domain.values import pattern, storable, storable_text
 
-NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+NAME = pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+    "a letter or digit, then up to 63 letters, digits, '_', '.' or '-'",
+)
 MAX_WAIT_S = 366 * 86_400  # a wait must stay a time the calendar can hold
 # A run's steps are loaded and walked on every tick of its phase: the caps keep that work small.
 # They bound what comes in (parse_spec); a run stored before them still loads.

@@ -26,6 +26,11 @@ def as_role(value: object) -> Role | None:
     return None
 
 
+def a_role(role: str) -> str:
+    """The role with its article, as a sentence says it: "a viewer", "an operator"."""
+    return f"{'an' if role[:1] in tuple('aeiou') else 'a'} {role}"
+
+
 def may(role: str, needed: Role) -> bool:
     """Whether a token of ``role`` may do what ``needed`` may: each role can do what the ones
     before it in ROLES can."""

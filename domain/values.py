@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -145,8 +146,104 @@ def validation_problem(error: Any, whole: str = "") -> str:
     if isinstance(cause, UnsafeValue):
         where = ".".join(p for p in (where, cause.where) if p)
         return f"{where}: {cause.why}" if where else cause.why
-    message = str(first["msg"]).removeprefix("Value error, ")
+    message = plain_message(first)
     return f"{where}: {message}" if where else message
+
+
+_PATTERN_WORDS: dict[str, str] = {}
+
+_PLAIN = {
+    "missing": "is required",
+    "extra_forbidden": "is not a field this takes",
+    "model_type": "must be an object ({...})",
+    "model_attributes_type": "must be an object ({...})",
+    "dict_type": "must be an object ({...})",
+    "list_type": "must be a list ([...])",
+    "tuple_type": "must be a list ([...])",
+    "string_type": "must be text",
+    "string_unicode": "must be text",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "int_parsing_size": "must be a whole number of at most 19 digits",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "uuid_type": "must be an id (a UUID such as 0d9e3254-f40e-46fd-ae47-737fcc498b53)",
+    "uuid_parsing": "must be an id (a UUID such as 0d9e3254-f40e-46fd-ae47-737fcc498b53)",
+    "datetime_type": "must be an ISO 8601 time",
+    "datetime_parsing": "must be an ISO 8601 time",
+    "datetime_from_date_parsing": "must be an ISO 8601 time",
+    "json_invalid": "is not valid JSON",
+}
+"""What each kind of pydantic error means, in words: its own message names Python's types
+("instance of RunSpec", "a valid dictionary") and its regular expressions."""
+
+_BOUNDS = {
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "greater_than": ("gt", "must be more than {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+    "less_than": ("lt", "must be less than {}"),
+    "string_too_long": ("max_length", "must be at most {} characters long"),
+}
+
+
+_COLLECTIONS = ("List", "Tuple", "Set", "Frozenset", "Dictionary", "Dict")
+
+
+def pattern(regex: str, words: str) -> str:
+    """``regex``, remembered with the words a refusal says it in (``must be {words}``)."""
+    _PATTERN_WORDS[regex] = words
+    return regex
+
+
+def plain_message(detail: Mapping[str, Any]) -> str:
+    """What one pydantic error detail says is wrong, as words a person reads: no Python type,
+    no regular expression, no "Value error," (the field is named by the caller)."""
+    kind = str(detail.get("type", ""))
+    ctx: Mapping[str, Any] = detail.get("ctx") or {}
+    if kind in _PLAIN:
+        return _PLAIN[kind]
+    if kind in _BOUNDS and _BOUNDS[kind][0] in ctx:
+        key, said = _BOUNDS[kind]
+        return said.format(_number(ctx[key]))
+    if kind == "too_long" and "max_length" in ctx:
+        most = f"{int(ctx['max_length']):,}"
+        if ctx.get("field_type") in _COLLECTIONS:
+            return f"may have at most {most} items, not {int(ctx.get('actual_length', 0)):,}"
+        return f"must be at most {most} long"
+    if kind in ("too_short", "string_too_short"):
+        least = int(ctx.get("min_length", 1))
+        if least == 1:
+            return "must not be empty"
+        return f"must have at least {least:,} " + ("items" if kind == "too_short" else "characters")
+    if kind in ("literal_error", "enum") and "expected" in ctx:
+        return f"must be {ctx['expected']}"
+    if kind == "string_pattern_mismatch":
+        words = _PATTERN_WORDS.get(str(ctx.get("pattern")))
+        return f"must be {words}" if words else "is not in the form expected"
+    if kind in ("value_error", "assertion_error") and "error" in ctx:
+        return str(ctx["error"])
+    message = str(detail.get("msg", "is not accepted"))
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message.replace("Input should be", "must be").replace(" or instance of", " or")
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def undecodable(error: UnicodeDecodeError) -> str:
+    """Where bytes that are not UTF-8 were found, in words (the codec's own message names
+    Python's codec and its reason)."""
+    found = error.object[error.start : error.start + 4]
+    shown = " ".join(f"0x{byte:02x}" for byte in found[: max(1, error.end - error.start)])
+    return f"byte {shown} at offset {error.start:,} is not UTF-8; save it as UTF-8 text"
 
 
 def storable(value: Any) -> Any:

@@ -193,7 +193,8 @@ def test_commands_on_a_store_that_was_never_initialised_say_so_in_one_line(
 ) -> None:
     done = cli("runs", cwd=tmp_path)
     assert done.returncode == 1
-    assert "run `runledger init` first" in done.stdout
+    assert "runledger.sqlite3 does not exist: run `runledger init`" in done.stdout
+    assert list(tmp_path.iterdir()) == []  # and no empty file left behind
     assert "Traceback" not in done.stdout + done.stderr
 
 

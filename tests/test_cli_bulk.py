@@ -121,7 +121,7 @@ def test_an_applied_plan_whose_runs_stay_incomplete_exits_3(cli: Cli, tmp_path: 
         code=exits.CLEANUP_INCOMPLETE,
     ).out
     assert f"Applied plan {found.fingerprint}: 1 run asked again" in said
-    assert "failed 2; 2 remaining (by ops); cleanup incomplete" in said
+    assert "failed 2; 2 remaining (by ops); cleanup ⚠ needs a person" in said
 
 
 def fog(name: str) -> dict[str, Any]:
@@ -171,7 +171,7 @@ def test_a_wrong_where_is_a_usage_error_naming_its_key(cli: Cli) -> None:
         ("status=running", "--where status: 'running' is not one of completed"),
         ("cleanup=tidy", "--where cleanup: 'tidy' is not one of"),
         ("ended_after=yesterday", "--where ended_after 'yesterday' is not an ISO 8601 time"),
-        ("module=" + "x" * 300, "--where module: Value should have at most 200"),
+        ("module=" + "x" * 300, "--where module: must be at most 200 long"),
     ):
         refused = cli("cleanup", "--where", where, "--plan", code=exits.USAGE)
         assert named in refused.out, (where, refused.out)

@@ -104,7 +104,7 @@ def test_a_dry_run_with_problems_exits_1_naming_each_field_and_leaves_the_world_
     answer = parsed(definitions.Verified, found)
     assert answer.problems == [
         "phases.0.steps.0.params.name: a zone named 'gate' is already open",
-        "phases.0.steps.1.params.count: Input should be greater than or equal to 1",
+        "phases.0.steps.1.params.count: must be at least 1",
     ]
     said = cli("def", "verify", "gate", "--by", "rita", code=exits.FAILED).out
     assert "found 2 problem(s); the draft is not verified" in said

@@ -234,8 +234,8 @@ def test_reconcile_asks_the_module_in_the_asker_s_name(cli: Cli, tmp_path: Path)
     assert "resource.orphaned" in log and "asked_by=ops" in log
     missing = cli("reconcile", "nowhere", "--by", "ops", code=exits.FAILED).out
     assert "no module named 'nowhere' is loaded" in missing
-    refused = cli("reconcile", "sandbox", "--by", " ", code=exits.FAILED)
-    assert "by: must not be empty" in refused.out
+    refused = cli("reconcile", "sandbox", "--by", " ", code=exits.USAGE)
+    assert "--by: must name the person who asks; it is empty" in refused.out
 
 
 def test_a_narrow_terminal_lists_runs_and_runners_without_folding_an_id(
@@ -377,4 +377,5 @@ def test_with_json_a_refusal_is_json_on_stdout_as_the_api_says_it_and_keeps_its_
     assert plain.out.startswith("runledger: --limit must be between 1 and 500")
     monkeypatch.setenv("RUNLEDGER_DATABASE_URL", f"sqlite:///{tmp_path}/no/such/dir/x.sqlite3")
     away = cli("runs", "--json", code=exits.FAILED)
-    assert json.loads(away.out)["detail"].startswith("cannot open the SQLite file")
+    assert json.loads(away.out)["detail"].startswith("the SQLite file")
+    assert "does not exist: run `runledger init`" in json.loads(away.out)["detail"]

@@ -182,12 +182,12 @@ def test_an_entry_that_is_not_there_or_not_an_id_is_a_page_saying_so(
     assert console.get(f"/entries/{run}").status_code == 404  # a run is not an entry
     malformed = console.get("/entries/%3Cscript%3E")
     assert malformed.status_code == 422
-    assert "entry_id: Input should be a valid UUID" in said(malformed.text)
+    assert "entry_id: must be an id (a UUID" in said(malformed.text)
     assert "<script>" not in body_of(malformed.text)
     crate = the_entry(api, run, "@step")
     zero = console.get(f"/entries/{crate['entry_id']}?upto=0")
     assert zero.status_code == 422
-    assert "upto: Input should be greater than or equal to 1" in said(zero.text)
+    assert "upto: must be at least 1" in said(zero.text)
 
 
 def test_an_entry_page_needs_a_session(console: Console) -> None:
@@ -327,7 +327,7 @@ def test_a_replay_of_a_run_that_is_not_there_or_not_an_id_is_a_page_saying_so(
     assert f"no run {unknown}" in said(missing.text)
     malformed = console.get("/runs/not-a-run/replay")
     assert malformed.status_code == 422
-    assert "run_id: Input should be a valid UUID" in said(malformed.text)
+    assert "run_id: must be an id (a UUID" in said(malformed.text)
 
 
 # --- markup ------------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def test_verify_with_problems_verifies_nothing_and_names_each_field(rl: Runledge
     rl.definitions.create("fair", bad, "ann")
     dry = rl.definitions.verify("fair", "rita")
     assert list(dry.problems) == [
-        "phases.0.steps.1.params.count: Input should be greater than or equal to 1",
+        "phases.0.steps.1.params.count: must be at least 1",
         "phases.0.steps.2.params.kind: no stall may sell dragons",
         "phases.1.after_s: a manual phase waits for a person, not 30s; make it auto or drop "
         "after_s",
@@ -195,9 +195,9 @@ def test_lease_steps_are_checked_for_registration_bound_and_their_own_overlap(
     )
     assert problems[1] == 'phases.0.steps.1.params.lease: no module registers the lease "x.y"'
     assert problems[2:5] == [
-        "phases.0.steps.2.params.target: Field required",
-        "phases.0.steps.2.params.value: Field required",
-        "phases.0.steps.2.params.duration_s: Field required",
+        "phases.0.steps.2.params.target: is required",
+        "phases.0.steps.2.params.value: is required",
+        "phases.0.steps.2.params.duration_s: is required",
     ]
     assert problems[5].startswith(
         "phases.1.steps.0.params.target: 'square' (fair.lights) is still held by this spec's "
@@ -235,7 +235,7 @@ def test_an_action_a_live_runner_elsewhere_serves_is_registered_enough(
 
 def test_authoring_refusals_name_the_field_and_write_nothing(rl: Runledger) -> None:
     before = written(rl)
-    with pytest.raises(BadRequest, match=r"^spec\.phases\.0\.steps\.0\.id: String should match"):
+    with pytest.raises(BadRequest, match=r"^spec\.phases\.0\.steps\.0\.id: must be a letter or digit"):
         rl.definitions.create("fair", fair_spec(phase("p", stall("bad id"))), "ann")
     with pytest.raises(BadRequest, match=r"^name: '../etc' is not a definition name"):
         rl.definitions.create("../etc", fair_spec(), "ann")

@@ -204,7 +204,7 @@ def broken(**manifest: Any) -> Callable[[Path, str], Any]:
 FAILURES: dict[str, tuple[Callable[[Path, str], Any], str]] = {
     "no manifest": (no_manifest, "no module.toml in the folder"),
     "bad TOML": (bad_toml, "module.toml is not valid TOML: "),
-    "missing field": (missing_field, "module.toml: entry: Field required"),
+    "missing field": (missing_field, "module.toml: entry: is required"),
     "api 3.0": (
         broken(api="3.0"),
         "module API 3.0 is not compatible with this core's MODULE_API 2.0",
@@ -219,7 +219,7 @@ FAILURES: dict[str, tuple[Callable[[Path, str], Any], str]] = {
         "idempotency_key to apply and restore, and revert must end (fence) its key "
         "— see MODULES.md",
     ),
-    "api not a version": (broken(api="one"), "module.toml: api: String should match pattern"),
+    "api not a version": (broken(api="one"), "module.toml: api: must be a version such as 2.0"),
     "entry file missing": (
         broken(entry="missing.py:register"),
         "import failed: FileNotFoundError: ",

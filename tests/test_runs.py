@@ -696,12 +696,12 @@ BAD: list[tuple[str, Any, str]] = [
     (
         "a negative after_s",
         changed(lambda d: d["phases"][0].update(after_s=-5)),
-        "phases.0.after_s: Input should be greater than or equal to 0",
+        "phases.0.after_s: must be at least 0",
     ),
     (
         "a negative lease duration",
         changed(lambda d: d["phases"][0]["steps"][1]["params"].update(duration_s=-60)),
-        "phases.0.steps.1.params.duration_s: Input should be greater than 0",
+        "phases.0.steps.1.params.duration_s: must be more than 0",
     ),
     (
         "a zero lease duration",
@@ -711,42 +711,42 @@ BAD: list[tuple[str, Any, str]] = [
     (
         "a lease without a target",
         changed(lambda d: d["phases"][0]["steps"][1]["params"].pop("target")),
-        "phases.0.steps.1.params.target: Field required",
+        "phases.0.steps.1.params.target: is required",
     ),
-    ("no name", changed(lambda d: d.pop("name")), "name: Field required"),
-    ("no phases", changed(lambda d: d.update(phases=[])), "phases: List should have at least 1"),
+    ("no name", changed(lambda d: d.pop("name")), "name: is required"),
+    ("no phases", changed(lambda d: d.update(phases=[])), "phases: must not be empty"),
     (
         "a phase without steps",
         changed(lambda d: d["phases"][1].pop("steps")),
-        "phases.1.steps: Field required",
+        "phases.1.steps: is required",
     ),
     (
         "a phase with no steps",
         changed(lambda d: d["phases"][1].update(steps=[])),
-        "phases.1.steps: List should have at least 1",
+        "phases.1.steps: must not be empty",
     ),
     (
         "a step without action",
         changed(lambda d: d["phases"][0]["steps"][0].pop("action")),
-        "phases.0.steps.0.action: Field required",
+        "phases.0.steps.0.action: is required",
     ),
     (
         "a step without id",
         changed(lambda d: d["phases"][0]["steps"][0].pop("id")),
-        "phases.0.steps.0.id: Field required",
+        "phases.0.steps.0.id: is required",
     ),
     (
         "an unknown advance rule",
         changed(lambda d: d["phases"][0].update(advance="later")),
-        "phases.0.advance: Input should be 'manual' or 'auto'",
+        "phases.0.advance: must be 'manual' or 'auto'",
     ),
     (
         "a misspelt field",
         changed(lambda d: d["phases"][0].update(after=30)),
-        "phases.0.after: Extra inputs are not permitted",
+        "phases.0.after: is not a field this takes",
     ),
     ("not JSON", '{"name": "festival", "phases": [', "the spec is not valid JSON"),
-    ("a JSON list", "[]", "spec: Input should be a valid dictionary"),
+    ("a JSON list", "[]", "spec: must be an object ({...})"),
 ]
 
 

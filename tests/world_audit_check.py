@@ -7,8 +7,8 @@ not be the witness. The ledger is read through its own read side. Four disagreem
 - a **lost thing**: alive in the world, and no entry of the run whose key made it shows it
   left (unresolved, or kept by a person);
 - a **lost lease value**: a target holding neither what its owner last set (its value before the
-  drill, or a game master's since) nor is shown left on some run (an entry on it unresolved or
-  kept);
+  drill, or a game master's since) nor a value some run shows it left there (an entry on it
+  unresolved or kept, of the run whose value it is, or drifted and reporting that value);
 - a **repeat**: the sandbox counted more perform, revert or restore calls under a key (or on a
   target) than the ledger recorded claims for: a call beyond the one in flight at a claim;
 - a **stuck run**: still running, or with cleanup ``pending``, once the drill has settled.
@@ -159,31 +159,33 @@ class Findings:
         }
 
 
+@dataclass(frozen=True)
+class Leased:
+    """What the drill knows of its own lease steps, which the ledger cannot say for itself."""
+
+    keys: dict[str, str]  # a core.lease step's key -> the ref of the target it leases
+    holders: dict[str, UUID]  # each run's own lease value, as repr -> the run (one per run)
+
+
 def compare(
-    world: World,
-    ledger: Ledger,
-    targets: list[Target],
-    owners: dict[str, Any],
-    lease_keys: dict[str, str],
+    world: World, ledger: Ledger, targets: list[Target], owners: dict[str, Any], leased: Leased
 ) -> Findings:
-    """``owners``: each target's ref -> the value its owner last set; ``lease_keys``: the key of
-    every core.lease step -> the target's ref it leases."""
+    """``owners``: each target's ref -> the value its owner last set (before the drill, or a
+    game master's since)."""
     found = Findings()
     by_key = defaultdict(list)
-    for rows in ledger.entries.values():
-        for e in rows:
-            by_key[e.idempotency_key].append(e)
-    _things(found, world, ledger, by_key)
     on_target = defaultdict(list)
     for rows in ledger.entries.values():
         for e in rows:
-            ref = e.ref if e.kind == LEASE_KIND else lease_keys.get(e.ref)
-            if ref is not None and (e.kind == LEASE_KIND or e.kind == PLACEHOLDER_KIND):
+            by_key[e.idempotency_key].append(e)
+            ref = e.ref if e.kind == LEASE_KIND else leased.keys.get(e.ref)
+            if ref is not None and e.kind in (LEASE_KIND, PLACEHOLDER_KIND):
                 on_target[ref].append(e)
+    _things(found, world, ledger, by_key)
     for t in targets:
         now, owner = world.values.get(t.ref), owners.get(t.ref, t.before)
         entries = on_target[t.ref]
-        if now != owner and not any(e.status in SHOWN for e in entries):
+        if now != owner and not any(_explains(e, now, leased) for e in entries):
             found.lost_values.append(
                 f"{t.ref} holds {now!r}, its owner's {owner!r}: {_lost(entries, ledger)}"
             )
@@ -195,6 +197,16 @@ def compare(
         elif row.status == "running" or row.cleanup_status == "pending":
             found.stuck.append(f"run {run_id} {row.status}, cleanup {row.cleanup_status}")
     return found
+
+
+def _explains(entry: EntryRow, now: Any, leased: Leased) -> bool:
+    """A lease entry shown left explains the value there now when that value is its own run's
+    (kept, failing, or an apply whose answer never came), or the one its drift reports."""
+    if entry.status not in SHOWN:
+        return False
+    if entry.status == "drifted" and entry.drift_current == now:
+        return True
+    return leased.holders.get(repr(now)) == entry.run_id
 
 
 def _things(
@@ -247,7 +259,8 @@ def _calls_claimed(entries: list[EntryRow], ledger: Ledger) -> int:
 def _lost(entries: list[EntryRow], ledger: Ledger) -> str:
     """The entries on a target, the last few, and any whose baseline is its own value."""
     own = [e for e in entries if isinstance(e.payload, dict) and _own(e.payload)]
-    shown = "; ".join(_entry(e, ledger) for e in [*own, *entries[-3:]]) or "no entries"
+    last = [e for e in entries[-3:] if e not in own]
+    shown = "; ".join(_entry(e, ledger) for e in [*own, *last]) or "no entries"
     hint = f"{len(own)} override(s) took their own value as the baseline; " if own else ""
     return f"{len(entries)} entries; {hint}{shown}"
 

@@ -265,7 +265,7 @@ class Drill:
         kinds = [*REDIS_KINDS, "zone"]
         world = read_world(self.world_path, self.client, self.prefix, kinds, self.specs.targets)
         ledger = self._patiently(lambda: read_ledger(self.rl, self.run_ids))
-        found = compare(world, ledger, self.specs.targets, self.gm.owners, self.specs.lease_keys)
+        found = compare(world, ledger, self.specs.targets, self.gm.owners, self.specs.leases)
         return found, ledger
 
 

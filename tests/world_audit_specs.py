@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from tests.world_audit_check import Target
+from tests.world_audit_check import Leased, Target
 
 SANDBOX_KINDS = ["crow", "wolf", "boar"]
 REDIS_KINDS = ["imp", "bat"]  # the Redis keys a run makes: <prefix><kind>:<tag>:<n>
@@ -72,6 +72,10 @@ class Specs:
             after = rng.choice([0, 0.5, 2, 4])
             phases.append({"id": f"p{p}", "advance": "auto", "after_s": after, "steps": steps})
         return {"name": f"audit {n}", "phases": [p for p in phases if p["steps"]] or [_lone()]}
+
+    @property
+    def leases(self) -> Leased:
+        return Leased(self.lease_keys, self.holders)
 
     def leased(self, run_id: UUID) -> list[str]:
         """The refs of the targets a run leases."""

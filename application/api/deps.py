@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.services.tokens import Actor
-from runledger.domain.token import Role, may
+from runledger.domain.token import Role, a_role, may
 
 bearer = HTTPBearer(auto_error=False, description="a token from `runledger token create`")
 
@@ -52,7 +52,8 @@ def role(needed: Role) -> object:
         request.state.actor = actor.name
         if not may(actor.role, needed):
             raise HTTPException(
-                status_code=403, detail=f"{actor.name} is a {actor.role}; this needs {needed}"
+                status_code=403,
+                detail=f"{actor.name} is {a_role(actor.role)}; this needs {a_role(needed)}",
             )
         return actor
 

@@ -25,7 +25,7 @@ from runledger.application.errors import (
 )
 from runledger.domain.errors import DomainError
 from runledger.domain.text import safe_text
-from runledger.domain.values import UnsafeValue
+from runledger.domain.values import UnsafeValue, plain_message
 
 log = logging.getLogger("runledger.api")
 
@@ -39,10 +39,16 @@ def _invalid(said: str, where: str = "body") -> JSONResponse:
     said = safe_text(said, 2_000)
     field, sep, _ = said.partition(": ")
     path = field.split(".") if sep and field and " " not in field else []
-    loc: list[str | int] = [where, *(int(p) if p.isdigit() else p for p in path)]
+    loc: list[str | int] = [where, *(_index_or_key(p) for p in path)]
     return JSONResponse(
         {"detail": [{"loc": loc, "msg": said, "type": "value_error"}]}, status_code=422
     )
+
+
+def _index_or_key(part: str) -> str | int:
+    """A list's index as a number, any other key as it is: ``"²"`` and ``"٣"`` are digits to
+    str.isdigit, but no index, and int() refuses the one and reads the other as 3."""
+    return int(part) if part.isascii() and part.isdigit() and len(part) < 19 else part
 
 
 def _validation(error: RequestValidationError) -> JSONResponse:
@@ -51,7 +57,7 @@ def _validation(error: RequestValidationError) -> JSONResponse:
     detail: list[dict[str, Any]] = [
         {
             "loc": [p if isinstance(p, int) else safe_text(str(p), 200) for p in e.get("loc", ())],
-            "msg": safe_text(str(e.get("msg", "")), 2_000),
+            "msg": safe_text(plain_message(e), 2_000),
             "type": safe_text(str(e.get("type", "value_error")), 100),
         }
         for e in error.errors()

@@ -19,7 +19,7 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import STATUS_STYLE, cleanup_words, console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import Usage, guarded
-from runledger.application.cli.options import AsJson
+from runledger.application.cli.options import AsJson, person_checked
 
 Where = Annotated[
     list[str] | None,
@@ -32,7 +32,9 @@ def cleanup(
         UUID | None,
         typer.Argument(metavar="RUN", help="the run to ask again for (or select runs by --where)"),
     ] = None,
-    by: Annotated[str | None, typer.Option(help="who asks (needed to act)")] = None,
+    by: Annotated[
+        str | None, typer.Option(help="who asks (needed to act)", callback=person_checked)
+    ] = None,
     where_: Where = None,
     plan: Annotated[
         bool,

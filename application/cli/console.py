@@ -11,12 +11,12 @@ from typing import Any
 from uuid import UUID
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.application.bootstrap import Runledger
 from runledger.application.cli.display import safe_text
+from runledger.application.cli.tables import Table
 from runledger.application.errors import BadRequest
 from runledger.projections.queries import EntryRow, RunRow
 

@@ -7,7 +7,6 @@ from typing import Annotated
 from uuid import UUID
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api import reading_definitions as answer
@@ -18,7 +17,14 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import json_text, safe_text
 from runledger.application.cli.errors import Usage, guarded
-from runledger.application.cli.options import AsJson, moment
+from runledger.application.cli.options import (
+    AsJson,
+    definition_checked,
+    file_text,
+    moment,
+    person_checked,
+)
+from runledger.application.cli.tables import Table
 from runledger.domain.occurrence import OccurrenceState
 
 app = typer.Typer(
@@ -26,11 +32,14 @@ app = typer.Typer(
     "scheduled as occurrences that runners start by themselves."
 )
 
-By = Annotated[str, typer.Option("--by", help="who does it (recorded with it)")]
+By = Annotated[
+    str,
+    typer.Option("--by", help="who does it (recorded with it)", callback=person_checked),
+]
 SpecFile = Annotated[
     typer.FileText, typer.Option("--file", "-f", help="a JSON spec file, or - for stdin")
 ]
-Name = Annotated[str, typer.Argument(help="the definition's name")]
+Name = Annotated[str, typer.Argument(help="the definition's name", callback=definition_checked)]
 STATES = "scheduled, started or cancelled"
 
 
@@ -38,7 +47,7 @@ STATES = "scheduled, started or cancelled"
 def create(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
     """Create a definition whose draft is the spec in the file."""
     with guarded(bootstrap) as rl:
-        created = guarded(lambda: rl.definitions.create(name, spec.read(), by))
+        created = guarded(lambda: rl.definitions.create(name, file_text(spec), by))
     if as_json:
         print_json(answer.detail(created))
         return
@@ -49,7 +58,7 @@ def create(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
 def edit(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
     """Replace a definition's draft with the spec in the file."""
     with guarded(bootstrap) as rl:
-        edited, changed = guarded(lambda: rl.definitions.edit(name, spec.read(), by))
+        edited, changed = guarded(lambda: rl.definitions.edit(name, file_text(spec), by))
     saved = answer.draft_saved(edited, changed)
     if as_json:
         print_json(saved)

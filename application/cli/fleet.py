@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api.schemas import fleet
@@ -16,6 +15,7 @@ from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, within
+from runledger.application.cli.tables import Table
 from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
 
 STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}

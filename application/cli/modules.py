@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api import reading
@@ -18,7 +17,8 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson
+from runledger.application.cli.options import AsJson, person_checked
+from runledger.application.cli.tables import Table
 from runledger.application.modules.loader import ModuleStatus
 
 
@@ -28,7 +28,10 @@ def modules(as_json: AsJson = False) -> None:
         if as_json:
             print_json(reading.modules(rl))
             return
-        table = Table("module", "site", "status", "actions", "leases", "reason", title="Modules")
+        table = Table("module", "site", title="Modules")
+        table.add_column("status", no_wrap=True)
+        for header in ("actions", "leases", "reason"):
+            table.add_column(header)
         for module in rl.modules:
             table.add_row(*_row(module))
         console.print(table)
@@ -52,7 +55,9 @@ def _listed(values: list[str]) -> str:
 
 def reconcile(
     module: Annotated[str, typer.Argument(help="a module this runledger loads")],
-    by: Annotated[str, typer.Option(help="who asks (named on what it settles)")],
+    by: Annotated[
+        str, typer.Option(help="who asks (named on what it settles)", callback=person_checked)
+    ],
     as_json: AsJson = False,
 ) -> None:
     """Ask a module which of its live entries are still in force, as it does itself after a

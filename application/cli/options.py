@@ -4,14 +4,19 @@ every command takes. A value refused here is a usage error (exit code 2)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import IO, Annotated, Any
 
 import typer
 
-from runledger.application.cli.display import safe_repr
+from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage, answering_json
-from runledger.domain.values import text_problem
+from runledger.application.errors import BadRequest
+from runledger.application.services.definitions import definition_name
+from runledger.application.services.inputs import MAX_NAME
+from runledger.domain.token import ROLES, as_role
+from runledger.domain.values import UnsafeValue, check_text, text_problem, undecodable
 
 AsJson = Annotated[
     bool,
@@ -19,8 +24,63 @@ AsJson = Annotated[
         "--json",
         help="print the HTTP API's answer for this as JSON, nothing else (a refusal too)",
         callback=answering_json,
+        is_eager=True,  # before the checks below, so that their refusal is JSON too
     ),
 ]
+
+
+def _checked(check: Callable[[str, str], str]) -> Callable[[typer.CallbackParam, Any], Any]:
+    """An option's callback: its value as ``check`` takes it (given the option's name), or
+    Usage naming the option, so that a value the command line may not carry exits 2 whichever
+    option carries it, before anything is opened."""
+
+    def callback(param: typer.CallbackParam, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        argument = param.param_type_name == "argument"
+        option = str(param.name).upper() if argument else param.opts[0]
+        try:
+            return check(option, value)
+        except (BadRequest, UnsafeValue) as error:
+            raise Usage(safe_text(error)) from None
+
+    return callback
+
+
+def _person(option: str, value: str) -> str:
+    if not value.strip():
+        raise Usage(f"{option}: must name the person who asks; it is empty")
+    return check_text(value, option, limit=MAX_NAME)
+
+
+def _worker(option: str, value: str) -> str:
+    return value and check_text(value, option, limit=MAX_NAME, empty=False)
+
+
+def _reason(option: str, value: str) -> str:
+    return check_text(value, option, empty=False)
+
+
+def _definition(option: str, value: str) -> str:
+    return definition_name(value)
+
+
+def _role(option: str, value: str) -> str:
+    if as_role(value) is None:
+        raise Usage(f"{option} {safe_repr(value)} is not one of {', '.join(ROLES)}")
+    return value
+
+
+person_checked = _checked(_person)
+"""--by, a token's NAME: a person's name, not empty, at most 200 characters."""
+worker_checked = _checked(_worker)
+"""--worker: a runner's name (empty for the default)."""
+reason_checked = _checked(_reason)
+"""--reason: why, not empty."""
+definition_checked = _checked(_definition)
+"""A definition's NAME as a path and a step id can take it."""
+role_checked = _checked(_role)
+"""--role: one of the token roles."""
 
 
 def moment(option: str, text: str | None) -> datetime | None:
@@ -53,6 +113,17 @@ def interval_s(option: str, seconds: float) -> float:
             f"{seconds:g} was asked for"
         )
     return seconds
+
+
+def file_text(file: IO[str]) -> str:
+    """What a file argument holds, or a refusal naming the file when it is not UTF-8 text
+    (its content is refused, exit code 1, as a spec that is not JSON is)."""
+    try:
+        return file.read()
+    except UnicodeDecodeError as error:
+        given = str(getattr(file, "name", "-"))  # a stream with no name is stdin's
+        name = "stdin" if given in ("-", "<stdin>") else safe_text(given)
+        raise BadRequest(f"{name}: {undecodable(error)}") from None
 
 
 def typed(option: str, text: str | None) -> str | None:

@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api.schemas.fleet import Projection
@@ -19,6 +18,7 @@ from runledger.application.cli.console import console
 from runledger.application.cli.display import json_text, safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson
+from runledger.application.cli.tables import Table
 from runledger.application.errors import ProjectionStuck
 from runledger.projections.errors import Stuck
 from runledger.projections.rebuild import Difference as Differing

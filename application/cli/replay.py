@@ -6,7 +6,6 @@ from typing import Annotated
 from uuid import UUID
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api import reading
@@ -16,6 +15,7 @@ from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, moment
+from runledger.application.cli.tables import Table
 from runledger.application.services.history import Replay
 
 STATE_STYLE = {

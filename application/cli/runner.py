@@ -17,13 +17,13 @@ from runledger.application.cli.answers import Advance, Tick, print_json
 from runledger.application.cli.console import cleanup_words, console, counted
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson, interval_s
+from runledger.application.cli.options import AsJson, interval_s, worker_checked
 from runledger.application.services.runs import AdvanceReport
 from runledger.application.telemetry import configure_logging
 
 
 def tick(
-    worker: Annotated[str, typer.Option(help="this runner's name")] = "",
+    worker: Annotated[str, typer.Option(help="this runner's name", callback=worker_checked)] = "",
     as_json: AsJson = False,
 ) -> None:
     """Run one tick as a runner: join, the advance leg, the cleanup leg, leave."""
@@ -60,7 +60,7 @@ def advance_words(done: AdvanceReport) -> str:
 
 def runner(
     interval: Annotated[float, typer.Option(help="seconds between ticks")] = 1.0,
-    worker: Annotated[str, typer.Option(help="this runner's name")] = "",
+    worker: Annotated[str, typer.Option(help="this runner's name", callback=worker_checked)] = "",
 ) -> None:
     """Tick until stopped. SIGTERM or Ctrl-C finishes the call in flight and claims nothing new."""
     guarded(lambda: interval_s("--interval", interval))

@@ -7,7 +7,6 @@ from typing import Annotated
 from uuid import UUID
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api import reading
@@ -19,6 +18,7 @@ from runledger.application.cli.console import LOG_LINES, STATUS_STYLE, console, 
 from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson, moment, typed, within
+from runledger.application.cli.tables import Table
 from runledger.application.errors import BadQuery
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
@@ -52,13 +52,18 @@ def runs(
     elif not page.items:
         filtered = where != RunFilter() or cursor is not None
         console.print("No runs match." if filtered else "No runs yet.")
-    elif console.width < WIDE:
-        for run in page.items:
-            console.print(_lines(run))
     else:
-        console.print(_listing(page.items))
+        if console.width < WIDE:
+            for run in page.items:
+                console.print(_lines(run))
+        else:
+            console.print(_listing(page.items))
         if page.next_cursor:
-            console.print(Text(f"more: --cursor {page.next_cursor}", style="dim"))
+            console.print(_more(page.next_cursor), soft_wrap=True)  # one line, to copy
+
+
+def _more(cursor: str) -> Text:
+    return Text.assemble("More runs follow: run this again with ", (f"--cursor {cursor}", "bold"))
 
 
 def _page(rl: Runledger, where: RunFilter, limit: int, cursor: str | None) -> schemas.RunPage:

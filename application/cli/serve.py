@@ -18,7 +18,7 @@ from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli.demo import prepared, run_demo
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, guarded
-from runledger.application.cli.options import interval_s
+from runledger.application.cli.options import interval_s, worker_checked
 from runledger.application.cli.runner import default_worker
 from runledger.application.errors import BadRequest
 from runledger.application.settings import Settings
@@ -43,7 +43,10 @@ def serve(
     ] = True,
     interval: Annotated[float, typer.Option(help="seconds between ticks")] = 1.0,
     worker_name: Annotated[
-        str, typer.Option("--worker", help="the runner's name (default: host:pid)")
+        str,
+        typer.Option(
+            "--worker", help="the runner's name (default: host:pid)", callback=worker_checked
+        ),
     ] = "",
     demo: Annotated[bool, typer.Option("--demo", help=DEMO_HELP)] = False,
 ) -> None:

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from runledger.application.api import reading
@@ -19,6 +18,7 @@ from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson
+from runledger.application.cli.tables import Table
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.services.history import StepFrame, Stepping
 from runledger.domain.values import check_text

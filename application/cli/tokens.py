@@ -7,7 +7,6 @@ from typing import Annotated
 from uuid import UUID
 
 import typer
-from rich.table import Table
 
 from runledger.application.api.schemas.tokens import IssuedToken, Token
 from runledger.application.bootstrap import bootstrap
@@ -15,7 +14,8 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson
+from runledger.application.cli.options import AsJson, person_checked, role_checked
+from runledger.application.cli.tables import Table
 from runledger.domain.token import ROLES
 
 ROLE_HELP = (
@@ -36,8 +36,10 @@ def _shell_user() -> str:
 
 @app.command("create")
 def create(
-    name: Annotated[str, typer.Argument(help="the person the token speaks for")],
-    role: Annotated[str, typer.Option(help=ROLE_HELP)] = "viewer",
+    name: Annotated[
+        str, typer.Argument(help="the person the token speaks for", callback=person_checked)
+    ],
+    role: Annotated[str, typer.Option(help=ROLE_HELP, callback=role_checked)] = "viewer",
     as_json: AsJson = False,
 ) -> None:
     """Issue a token; its secret is printed once and never stored."""
@@ -60,7 +62,12 @@ def listing(as_json: AsJson = False) -> None:
     if as_json:
         print_json(found)
         return
-    table = Table("id", "name", "role", "issued by", "issued", "revoked", title="Tokens")
+    table = Table(title="Tokens")
+    table.add_column("id", no_wrap=True)  # whole, for `token revoke`
+    table.add_column("name")
+    table.add_column("role", no_wrap=True)
+    for header in ("issued by", "issued", "revoked"):
+        table.add_column(header)
     for t in found:
         table.add_row(
             str(t.token_id),

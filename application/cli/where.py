@@ -12,6 +12,7 @@ from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage
 from runledger.application.cli.options import moment
 from runledger.domain.status import CleanupStatus
+from runledger.domain.values import plain_message
 
 KEYS = {
     "module": "module",
@@ -53,7 +54,7 @@ def selector(given: list[str]) -> Selector:
     except ValidationError as error:
         first = error.errors()[0]
         key = typed.get(str(first["loc"][0]), str(first["loc"][0]))
-        raise Usage(f"--where {key}: {safe_text(first['msg'])}") from None
+        raise Usage(f"--where {key}: {safe_text(plain_message(first))}") from None
 
 
 def _pair(text: str) -> tuple[str, str]:

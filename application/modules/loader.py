@@ -76,6 +76,24 @@ class Loader:
         ]
         return missing + [self.load_folder(folder) for folder in folders(dirs)]
 
+    def load_builtins(self, names: Iterable[str]) -> list[ModuleStatus]:
+        """The built-in modules by name; a name no built-in module has is a module that failed
+        to start, saying so, rather than one silently left out."""
+        known = sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / "module.toml").is_file())
+        return [
+            self.load_folder(BUILTIN_DIR / name)
+            if name in known
+            else ModuleStatus(
+                name,
+                None,
+                None,
+                "startup_failed",
+                f"RUNLEDGER_BUILTIN_MODULES names {name!r}, which is no built-in module "
+                f"(there are {', '.join(known)})",
+            )
+            for name in names
+        ]
+
     def load_folder(self, folder: Path) -> ModuleStatus:
         try:
             manifest = read_manifest(folder)

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runledger.application.modules.status import ModuleFailed
+from runledger.domain.values import pattern, undecodable, validation_problem
 
 MODULE_API = "2.0"
 
@@ -18,14 +19,26 @@ CHANGED = {
 }
 
 
+_NAME = pattern(
+    r"^[a-z][a-z0-9_-]{0,63}$",
+    "a lower-case letter, then up to 63 lower-case letters, digits, '_' or '-'",
+)
+_API = pattern(r"^\d+\.\d+$", f"a version such as {MODULE_API}")
+_ENTRY = pattern(r"^[\w./-]+:\w+$", "a file and its function, such as code.py:register")
+_SETTING = pattern(
+    r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+    "a variable's name: letters, digits and '_', not a digit first",
+)
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")
+    name: str = Field(pattern=_NAME)
     site: str = Field(min_length=1, max_length=128)
-    api: str = Field(pattern=r"^\d+\.\d+$")
-    entry: str = Field(pattern=r"^[\w./-]+:\w+$")
-    settings: tuple[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")], ...] = ()
+    api: str = Field(pattern=_API)
+    entry: str = Field(pattern=_ENTRY)
+    settings: tuple[Annotated[str, Field(pattern=_SETTING)], ...] = ()
     """Settings outside ``RUNLEDGER_<NAME>_*`` the module reads, by their exact names."""
 
 
@@ -35,14 +48,18 @@ def read_manifest(folder: Path) -> Manifest:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ModuleFailed("no module.toml in the folder") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except IsADirectoryError:
+        raise ModuleFailed("module.toml is a folder, not a file") from None
+    except OSError as error:
+        raise ModuleFailed(f"module.toml cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise ModuleFailed(f"module.toml is not UTF-8 text: {undecodable(error)}") from None
+    except tomllib.TOMLDecodeError as error:
         raise ModuleFailed(f"module.toml is not valid TOML: {error}") from None
     try:
         return Manifest.model_validate(raw)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "manifest"
-        raise ModuleFailed(f"module.toml: {where}: {first['msg']}") from None
+        raise ModuleFailed(f"module.toml: {validation_problem(error, 'manifest')}") from None
 
 
 def check_api(wanted: str) -> None:

@@ -25,7 +25,7 @@ from runledger.application.services.serving import ServedElsewhere, served_nowhe
 from runledger.application.settings import Settings
 from runledger.domain.resource import MAX_REF
 from runledger.domain.spec import PhaseSpec, RunSpec, StepSpec
-from runledger.domain.values import MAX_SHOWN, made_storable
+from runledger.domain.values import MAX_SHOWN, made_storable, plain_message
 
 MAX_PROBLEMS = 500
 """Problems one dry run records; the rest are counted in one last line."""
@@ -148,7 +148,8 @@ class DryRunner:
         try:
             wanted = LeaseParams.model_validate(step.params)
         except ValidationError as error:
-            return None, [f"{where}.params{_path(e['loc'])}: {e['msg']}" for e in error.errors()]
+            said = [f"{where}.params{_path(e['loc'])}: {plain_message(e)}" for e in error.errors()]
+            return None, said
         found = []
         if wanted.lease not in self.registry.leases and not elsewhere(wanted.lease):
             found.append(f'{where}.params.lease: no module registers the lease "{wanted.lease}"')
@@ -192,7 +193,7 @@ def _validate(model: type[BaseModel], params: dict[str, Any]) -> list[tuple[list
     try:
         model.model_validate(params)
     except ValidationError as error:
-        return [(list(e["loc"]), str(e["msg"])) for e in error.errors()]
+        return [(list(e["loc"]), plain_message(e)) for e in error.errors()]
     return []
 
 

@@ -26,6 +26,7 @@ from runledger.domain.resource import LEASE_KIND, MAX_REF, PLACEHOLDER_KIND, Res
 from runledger.domain.run import Run
 from runledger.domain.spec import RunSpec
 from runledger.domain.step import step_of_key
+from runledger.domain.values import plain_message
 
 CORE_LEASE = "core.lease"
 
@@ -73,7 +74,7 @@ class CoreLease:
             wanted = LeaseParams.model_validate(params)
         except ValidationError as error:
             first = error.errors()[0]
-            return f"params.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+            return f"params.{'.'.join(str(p) for p in first['loc'])}: {plain_message(first)}"
         if wanted.lease not in self.registry.leases and not elsewhere(wanted.lease):
             return f'no module registers the lease "{wanted.lease}"'
         if len(f"{wanted.lease}#{wanted.target}") > MAX_REF:

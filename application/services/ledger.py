@@ -18,6 +18,7 @@ from runledger.domain.errors import KeyGivenBack, RunNotRunning
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.domain.run import Run
 from runledger.domain.runlog import LogEntry
+from runledger.domain.values import validation_problem
 from runledger.projections.queries import Queries
 
 
@@ -111,7 +112,8 @@ class Ledger:
         try:
             named = [NamedResource.model_validate(r) for r in resources]
         except ValidationError as error:
-            raise BadRequest(f"a named resource is malformed: {error.errors()[0]['msg']}") from None
+            said = validation_problem(error)
+            raise BadRequest(f"a named resource is malformed: {said}") from None
         placeholder = self._entry(placeholder_id)
         ids = [
             Resource.create_id(placeholder.run_id, placeholder.step, r.kind, r.ref) for r in named

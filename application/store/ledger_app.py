@@ -22,13 +22,15 @@ from runledger.application.errors import (
     STORE_ERRORS,
     NotInitialised,
     RunledgerError,
+    StoreCorrupt,
     StoreReadOnly,
     StoreUnavailable,
     store_error,
 )
 from runledger.application.settings import StoreConfig
-from runledger.application.store import pg_insert, pooling, saving
+from runledger.application.store import pg_insert, pooling, riding, saving
 from runledger.application.store.transcoding import FastJSONTranscoder
+from runledger.domain.text import safe_text
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.postgres import PostgresBackend
@@ -50,8 +52,9 @@ class LedgerApp(Application[UUID]):
         super().__init__(env)
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
-        """The library's save, less its per-object runtime Protocol checks (store/saving.py)."""
-        return saving.save(self, objs, kwargs)
+        """The library's save, less its per-object runtime Protocol checks (store/saving.py),
+        carrying the calling request's key record when it rides (store/riding.py)."""
+        return riding.with_rider(lambda found: saving.save(self, found, kwargs), objs)
 
     def construct_transcoder(self) -> Transcoder:
         transcoder = FastJSONTranscoder()
@@ -66,6 +69,7 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
     """
     env = {**config.env, "CREATE_TABLE": "n"}
     if config.engine == "sqlite":
+        _refuse_no_file(config)
         env["SQLITE_DBNAME"] = _sqlite_name(config.env["SQLITE_DBNAME"])
     app: LedgerApp | None = None
     try:
@@ -73,6 +77,7 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         app = LedgerApp(env=env)
         _binary_inserts(app)
         backend = _backend(app)
+        _refuse_damaged(backend, config)
         missing = backend.missing_tables()
         older = [] if missing else missing_columns(backend) + missing_indexes(backend)
         if isinstance(backend, PostgresBackend):
@@ -120,6 +125,7 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
             try:
                 _binary_inserts(app)
                 backend = _backend(app)
+                _refuse_damaged(backend, config)
                 with _creating(app, backend) as cursor:
                     yield app, backend, cursor
             finally:
@@ -179,6 +185,34 @@ def _creating(app: LedgerApp, backend: Backend) -> Iterator[Cursor]:
     with backend.transaction(commit=True) as cursor:
         cursor.execute(pg_insert.create_statement(_recorder(app)))
         yield cursor
+
+
+def _refuse_no_file(config: StoreConfig) -> None:
+    """Only `runledger init` makes the store's file: any other command on a path with nothing
+    there (a typo in the URL, most often) would leave an empty file behind."""
+    if not Path(config.env["SQLITE_DBNAME"]).exists():
+        raise NotInitialised(
+            f"the {config.display} does not exist: run `runledger init` to create it, "
+            "or check RUNLEDGER_DATABASE_URL"
+        )
+
+
+def _refuse_damaged(backend: Backend, config: StoreConfig) -> None:
+    """An SQLite file whose pages are damaged is refused before anything is written into it:
+    a write may land on pages that are whole, and only a later read would find the damage.
+    quick_check reads every page once (about 1 ms per MB, measured on a 94 MB file)."""
+    if not isinstance(backend, SQLiteBackend):
+        return
+    with backend.transaction(commit=False) as cursor:
+        cursor.execute("PRAGMA quick_check(1)")
+        row = cursor.fetchone()
+    found = str(row[0]) if row else "ok"
+    if found != "ok":
+        said = found.removeprefix("*** in database main ***").strip().splitlines() or [found]
+        raise StoreCorrupt(
+            f"the {config.display} is damaged (corrupted): {safe_text(said[0], 240)}; "
+            "nothing was written (restore it from a backup)"
+        )
 
 
 def _opening(error: BaseException, config: StoreConfig) -> RunledgerError:

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
 from runledger.application.bootstrap import Runledger
+from runledger.application.web.forms import Utf8Forms
 from runledger.application.web.render import HERE, page
 from runledger.application.web.routes import definitions, entries, fleet, replay, run, runs, signin
 from runledger.application.web.session import COOKIE, Refused, SignInFirst, sign_in_url
@@ -37,6 +38,12 @@ Handler = Callable[[Request, Any], Response | Awaitable[Response]]
 def install(app: FastAPI, rl: Runledger) -> None:
     """Serve the console at / beside the API (which keeps /admin and the probes)."""
     secret = rl.settings.session_secret or secrets.token_urlsafe(32)
+    # Inside the sessions' middleware (added after it), so that its refusal is a page like any.
+    app.add_middleware(
+        Utf8Forms,
+        refuse=lambda request, said: error_page(request, 422, said),
+        applies=lambda path: not path.startswith(API_PATHS),
+    )
     # No max_age: the cookie lasts the browser session, and the console ends a session itself
     # after session_hours by the store's clock (and says so) instead of dropping it unsigned.
     app.add_middleware(

@@ -10,7 +10,7 @@ import hmac
 import secrets
 from datetime import datetime
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 from fastapi import Depends, Request
@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from runledger.application.api.deps import Rl
 from runledger.application.bootstrap import Runledger
 from runledger.application.services.tokens import Actor
-from runledger.domain.token import may
+from runledger.domain.token import a_role, may
 
 COOKIE = "runledger_session"
 
@@ -53,12 +53,14 @@ def form_token(request: Request) -> str:
 
 
 def check_form_token(request: Request, sent: object) -> None:
+    """The form's CSRF token against this session's. No session at all (no cookie, or one this
+    console did not sign: it restarted with another secret) is not a forged form but a person
+    to sign in again, so they are sent to the sign-in page, nothing done."""
     expected = request.session.get("csrf")
-    if (
-        not isinstance(sent, str)
-        or not isinstance(expected, str)
-        or not hmac.compare_digest(sent.encode(), expected.encode())
-    ):
+    if not isinstance(expected, str):
+        request.session.clear()
+        raise SignInFirst(_page_of(request), "Your session has ended; sign in again.")
+    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), expected.encode()):
         raise Refused(
             403,
             "This form did not come from your console session (its CSRF token is missing or "
@@ -80,6 +82,17 @@ def sign_out(request: Request) -> None:
 def _back_to(request: Request) -> str:
     path = request.url.path
     return path + (f"?{request.url.query}" if request.url.query else "")
+
+
+def _page_of(request: Request) -> str:
+    """Where a form was posted from, to go back to after signing in: this console's page
+    (the Referer's path, when it is this host's), else the runs."""
+    if request.method == "GET":
+        return _back_to(request)
+    came_from = urlsplit(request.headers.get("referer", ""))
+    if came_from.netloc == request.url.netloc and came_from.path.startswith("/"):
+        return came_from.path + (f"?{came_from.query}" if came_from.query else "")
+    return "/runs"
 
 
 def signed_in(request: Request, rl: Runledger) -> Actor:
@@ -114,7 +127,7 @@ async def actor_of_form(request: Request, rl: Rl) -> Actor:
     actor = await run_in_threadpool(signed_in, request, rl)
     if not may(actor.role, "operator"):
         said = "only operators and admins act in the console; nothing was done."
-        raise Refused(403, f"{actor.name} signed in as a {actor.role}: {said}")
+        raise Refused(403, f"{actor.name} signed in as {a_role(actor.role)}: {said}")
     return actor
 
 

@@ -28,7 +28,7 @@ from runledger.application.web.routes.definition_view import OCCURRENCE, SHORT, 
 from runledger.application.web.session import Acting, Reader, Refused
 from runledger.domain.errors import DomainError
 from runledger.domain.text import safe_text
-from runledger.domain.token import may
+from runledger.domain.token import a_role, may
 
 router = APIRouter(include_in_schema=False)
 Name = Annotated[str, Path(min_length=1, max_length=100)]
@@ -43,7 +43,8 @@ def is_htmx(request: Request) -> bool:
 def operator(actor: Actor) -> None:
     if not may(actor.role, "operator"):
         raise Refused(
-            403, f"{actor.name} signed in as a {actor.role}: only operators act on definitions."
+            403,
+            f"{actor.name} signed in as {a_role(actor.role)}: only operators act on definitions.",
         )
 
 

@@ -30,7 +30,7 @@ from runledger.application.web.routes.run_view import live
 from runledger.application.web.session import Acting, Reader, Refused
 from runledger.domain.errors import DomainError
 from runledger.domain.text import safe_text
-from runledger.domain.token import may
+from runledger.domain.token import a_role, may
 from runledger.domain.values import UnsafeValue
 
 router = APIRouter(include_in_schema=False)
@@ -44,7 +44,9 @@ def is_htmx(request: Request) -> bool:
 @router.get("/runs/{run_id}/confirm/{action}", response_class=HTMLResponse)
 def confirm(request: Request, rl: Rl, actor: Reader, run_id: UUID, action: Action) -> HTMLResponse:
     if not may(actor.role, "operator"):
-        raise Refused(403, f"{actor.name} signed in as a {actor.role}: only operators act on runs.")
+        raise Refused(
+            403, f"{actor.name} signed in as {a_role(actor.role)}: only operators act on runs."
+        )
     return confirmation(request, actor, Before.read(rl, run_id), action)
 
 
