@@ -15,7 +15,7 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson
+from runledger.application.cli.options import AsJson, file_text, person_checked, reason_checked
 
 
 def start(
@@ -24,7 +24,7 @@ def start(
 ) -> None:
     """Start a run from a spec; print its id."""
     with guarded(bootstrap) as rl:
-        run_id = guarded(lambda: rl.runs.start(spec.read()))
+        run_id = guarded(lambda: rl.runs.start(file_text(spec)))
         if as_json:
             print_json(guarded(lambda: reading.run_detail(rl, run_id)))
         else:
@@ -32,7 +32,9 @@ def start(
 
 
 def advance(
-    run_id: UUID, by: Annotated[str, typer.Option(help="who asks")], as_json: AsJson = False
+    run_id: UUID,
+    by: Annotated[str, typer.Option(help="who asks", callback=person_checked)],
+    as_json: AsJson = False,
 ) -> None:
     """Advance a run's current phase once its steps are done."""
     with guarded(bootstrap) as rl:
@@ -45,7 +47,7 @@ def advance(
 
 def cancel(
     run_id: UUID,
-    by: Annotated[str, typer.Option(help="who asks")],
+    by: Annotated[str, typer.Option(help="who asks", callback=person_checked)],
     cleanup: Annotated[bool, typer.Option(help="give everything back (default)")] = True,
     as_json: AsJson = False,
 ) -> None:
@@ -60,7 +62,9 @@ def cancel(
 
 
 def abort(
-    run_id: UUID, reason: Annotated[str, typer.Option(help="why")], as_json: AsJson = False
+    run_id: UUID,
+    reason: Annotated[str, typer.Option(help="why", callback=reason_checked)],
+    as_json: AsJson = False,
 ) -> None:
     """Abort a run; the cleanup leg gives everything back."""
     with guarded(bootstrap) as rl:
