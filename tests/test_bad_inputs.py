@@ -189,8 +189,8 @@ def test_a_module_toml_that_is_a_folder_fails_that_module_alone(tmp_path: Path) 
     }
 
 
-def _nothing(*_: object) -> None:
-    return None
+def _nothing(*_: object) -> dict[str, int]:
+    return {}
 
 
 def test_an_unknown_builtin_module_is_shown_as_failed_to_start_naming_it() -> None:
@@ -276,8 +276,31 @@ def test_a_console_reason_that_is_not_utf8_is_refused_naming_the_field(
     )
     assert answer.status_code == 422, answer.text
     assert "reason: the text sent is not UTF-8" in text_of(answer.text)
+    boundary = "b0undary"
+    parts = [(b"csrf", csrf.encode()), (b"reason", b"\xff\xfe\xfd")]
+    body = b"".join(
+        b'--%s\r\nContent-Disposition: form-data; name="%s"\r\n\r\n%s\r\n'
+        % (boundary.encode(), name, value)
+        for name, value in parts
+    )
+    answer = api.client.post(
+        f"/runs/{run_id}/confirm/abort",
+        content=body + f"--{boundary}--\r\n".encode(),
+        headers={"content-type": f"multipart/form-data; boundary={boundary}"},
+        follow_redirects=False,
+    )
+    assert answer.status_code == 422, answer.text
+    assert "reason: the text sent is not UTF-8" in text_of(answer.text)
     assert api.rl.app.recorder.max_notification_id() == before
     assert api.run(run_id)["run"]["status"] == "running"
+    sent = api.client.post(  # the same form in UTF-8 passes as it came
+        f"/runs/{run_id}/confirm/abort",
+        content=body.replace(b"\xff\xfe\xfd", "déjà".encode()) + f"--{boundary}--\r\n".encode(),
+        headers={"content-type": f"multipart/form-data; boundary={boundary}"},
+        follow_redirects=False,
+    )
+    assert sent.status_code == 303, sent.text
+    assert api.run(run_id)["run"]["status"] == "aborted"
 
 
 def test_a_cookie_another_secret_signed_gets_the_sign_in_page_not_the_csrf_refusal(
@@ -317,7 +340,8 @@ def test_refusals_say_plain_words_not_python_types_or_patterns() -> None:
     from runledger.domain.spec import RunSpec
 
     said = []
-    for document in ([], {"name": "n", "phases": [{"id": "bad id", "steps": []}]}, {}):
+    documents: list[object] = [[], {"name": "n", "phases": [{"id": "bad id", "steps": []}]}, {}]
+    for document in documents:
         try:
             RunSpec.model_validate(document)
         except ValidationError as error:

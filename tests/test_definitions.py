@@ -235,7 +235,9 @@ def test_an_action_a_live_runner_elsewhere_serves_is_registered_enough(
 
 def test_authoring_refusals_name_the_field_and_write_nothing(rl: Runledger) -> None:
     before = written(rl)
-    with pytest.raises(BadRequest, match=r"^spec\.phases\.0\.steps\.0\.id: must be a letter or digit"):
+    with pytest.raises(
+        BadRequest, match=r"^spec\.phases\.0\.steps\.0\.id: must be a letter or digit"
+    ):
         rl.definitions.create("fair", fair_spec(phase("p", stall("bad id"))), "ann")
     with pytest.raises(BadRequest, match=r"^name: '../etc' is not a definition name"):
         rl.definitions.create("../etc", fair_spec(), "ann")

@@ -17,7 +17,7 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson, person_checked
+from runledger.application.cli.options import AsJson, person_checked, text_checked
 from runledger.application.cli.tables import Table
 from runledger.application.modules.loader import ModuleStatus
 
@@ -54,7 +54,9 @@ def _listed(values: list[str]) -> str:
 
 
 def reconcile(
-    module: Annotated[str, typer.Argument(help="a module this runledger loads")],
+    module: Annotated[
+        str, typer.Argument(help="a module this runledger loads", callback=text_checked)
+    ],
     by: Annotated[
         str, typer.Option(help="who asks (named on what it settles)", callback=person_checked)
     ],

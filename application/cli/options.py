@@ -61,6 +61,10 @@ def _reason(option: str, value: str) -> str:
     return check_text(value, option, empty=False)
 
 
+def _text(option: str, value: str) -> str:
+    return check_text(value, option, empty=False)
+
+
 def _definition(option: str, value: str) -> str:
     return definition_name(value)
 
@@ -77,6 +81,8 @@ worker_checked = _checked(_worker)
 """--worker: a runner's name (empty for the default)."""
 reason_checked = _checked(_reason)
 """--reason: why, not empty."""
+text_checked = _checked(_text)
+"""A name or ref to look up: text a store can hold, not empty (else it could name nothing)."""
 definition_checked = _checked(_definition)
 """A definition's NAME as a path and a step id can take it."""
 role_checked = _checked(_role)

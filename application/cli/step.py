@@ -17,7 +17,7 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson
+from runledger.application.cli.options import AsJson, text_checked
 from runledger.application.cli.tables import Table
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.services.history import StepFrame, Stepping
@@ -25,7 +25,7 @@ from runledger.domain.values import check_text
 
 
 def step(
-    entry: Annotated[str, typer.Argument(help="an entry id, or its ref")],
+    entry: Annotated[str, typer.Argument(help="an entry id, or its ref", callback=text_checked)],
     at: Annotated[int | None, typer.Option(help="show version N, reading no further")] = None,
     as_json: AsJson = False,
 ) -> None:
