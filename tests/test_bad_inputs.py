@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from itsdangerous import TimestampSigner
 
-from runledger.application.bootstrap import bootstrap
+from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.app import run
 from runledger.application.cli.console import console as terminal
@@ -48,11 +48,6 @@ SPEC = {
 NOT_UTF8 = b'{"name": "caf\xe9", "phases": []}'
 
 
-def events(url: str) -> int:
-    with bootstrap(Settings(database_url=url), Registry()) as rl:
-        return rl.app.recorder.max_notification_id() or 0
-
-
 @pytest.fixture
 def cli(
     store_url: str,
@@ -67,14 +62,18 @@ def cli(
     monkeypatch.setenv("RUNLEDGER_SANDBOX_PATH", str(tmp_path / "sandbox.sqlite3"))
     width = terminal.width
     terminal.width = 80
-    yield Cli(capsys, store_url)
+    with bootstrap(Settings(database_url=store_url), Registry()) as reader:
+        yield Cli(capsys, reader)
     terminal.width = width
 
 
 class Cli:
-    def __init__(self, capsys: pytest.CaptureFixture[str], url: str) -> None:
+    def __init__(self, capsys: pytest.CaptureFixture[str], reader: Runledger) -> None:
         self.capsys = capsys
-        self.url = url
+        self.reader = reader
+
+    def events(self) -> int:
+        return self.reader.app.recorder.max_notification_id() or 0
 
     def __call__(self, *args: str, code: int = 0) -> str:
         said = self.capsys.readouterr()
@@ -87,10 +86,10 @@ class Cli:
 
     def refused(self, *args: str, code: int = exits.FAILED) -> str:
         """A refusal: one sentence, and not one event more in the store."""
-        before = events(self.url)
+        before = self.events()
         out = self(*args, code=code).strip()
         assert out.startswith(("runledger: ", '{"detail"')) and "\n" not in out, out
-        assert events(self.url) == before, f"{args} wrote to the store"
+        assert self.events() == before, f"{args} wrote to the store"
         return out
 
 
