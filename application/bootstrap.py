@@ -165,6 +165,9 @@ def bootstrap(
         clock=clock,
         serving=serving,
     )
+    dry_runner = DryRunner(
+        registry=registry, core_lease=core_lease, settings=settings, clock=clock, serving=serving
+    )
     runs = Runs(
         app=app,
         streams=streams,
@@ -181,6 +184,7 @@ def bootstrap(
         ),
         core_lease=core_lease,
         registry=registry,
+        dry_runner=dry_runner,
         settings=settings,
         clock=clock,
         serving=serving,
@@ -190,13 +194,7 @@ def bootstrap(
         app=app,
         streams=streams,
         rows=definition_rows,
-        dry_runner=DryRunner(
-            registry=registry,
-            core_lease=core_lease,
-            settings=settings,
-            clock=clock,
-            serving=serving,
-        ),
+        dry_runner=dry_runner,
         clock=clock,
     )
     rl = Runledger(
@@ -234,7 +232,7 @@ def bootstrap(
         occurrences=Occurrences(
             app=app, definitions=definitions, rows=definition_rows, clock=clock
         ),
-        starts=Starts(app=app, rows=definition_rows, runs=runs, clock=clock),
+        starts=Starts(app=app, rows=definition_rows, runs=runs, dry_runner=dry_runner, clock=clock),
         clock=clock,
         telemetry=telemetry,
     )

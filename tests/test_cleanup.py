@@ -321,6 +321,9 @@ def test_an_answer_that_says_both_ok_and_drifted_does_not_read_as_given_back(
     assert status(rl, run) != "complete"
 
 
+WAIT = {"id": "wait", "action": "sky.wait", "params": {}}
+
+
 def lease_spec(name: str) -> dict[str, Any]:
     step = {
         "id": "storm",
@@ -341,7 +344,8 @@ def test_a_refused_lease_step_leaves_nothing_for_a_person_to_look_at(
         restores.append(target)
         return {"ok": True}
 
-    registry.module("sky").lease(
+    sky = registry.module("sky")
+    sky.lease(
         "sky",
         apply=lambda target, value, run_id, idempotency_key: {
             "ok": True,
@@ -350,9 +354,15 @@ def test_a_refused_lease_step_leaves_nothing_for_a_person_to_look_at(
         },
         restore=restore,
     )
+    sky.action("sky.wait", perform=lambda **_: {"ok": True, "resources": []})
+    # A start refuses a target held now: this run was started before the holder took it, and
+    # meets it at dispatch once a person advances it to its lease.
+    later = lease_spec("refused")
+    later["phases"].insert(0, {"id": "p0", "advance": "manual", "steps": [WAIT]})
+    refused = rl.runs.start(later)
     holder = rl.runs.start(lease_spec("holder"))
     rl.runs.advance_leg("w1")
-    refused = rl.runs.start(lease_spec("refused"))
+    rl.runs.advance(refused, "bea")
     for _ in range(4):
         clock.advance(60)
         rl.runs.advance_leg("w1")

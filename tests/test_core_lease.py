@@ -57,6 +57,16 @@ def holding(
     )
 
 
+def asking_later(value: Any = "snow") -> dict[str, Any]:
+    """A run whose lease of the plaza waits behind a manual phase. A start refuses a target held
+    now, as a dry run does: a run started before another took the plaza meets the holder when
+    a person advances it, at dispatch."""
+    return spec(
+        phase("p0", step("first", SPAWN), advance="manual"),
+        phase("p1", lease_step("weather", "plaza", value), step("guard", SPAWN), advance="manual"),
+    )
+
+
 def finish(rl: Runledger, run: UUID) -> None:
     assert rl.runs.advance(run, "alice") == "completed"
 
@@ -76,7 +86,8 @@ def test_a_lease_longer_than_event_lease_max_s_is_refused_at_start(
     with pytest.raises(BadRequest) as refused:
         rl.runs.start(holding(duration_s=601))
     assert str(refused.value) == (
-        "phases.0.steps.0: a lease may last at most 600s (EVENT_LEASE_MAX_S); 601s was asked"
+        "phases.0.steps.0.params.duration_s: a lease may last at most 600s (EVENT_LEASE_MAX_S); "
+        "601s was asked"
     )
     assert written(rl) == before
     run = rl.runs.start(holding(duration_s=600))
@@ -108,7 +119,9 @@ def test_an_unknown_lease_is_refused_at_start_and_at_dispatch(rl: Runledger, gam
     before = written(rl)
     with pytest.raises(BadRequest) as refused:
         rl.runs.start(document)
-    assert str(refused.value) == 'phases.0.steps.0: no module registers the lease "fog"'
+    assert (
+        str(refused.value) == 'phases.0.steps.0.params.lease: no module registers the lease "fog"'
+    )
     assert written(rl) == before
     run = rl.runs.start(spec(phase("p1", step("guard", SPAWN))))
     answer = rl.runs.core_lease.perform(
@@ -139,15 +152,16 @@ def test_a_lease_is_applied_and_ledgered_as_an_override_with_its_baseline_and_un
 def test_a_second_run_asking_for_a_held_target_fails_naming_the_holder_and_until(
     rl: Runledger, game: Game, clock: Clock
 ) -> None:
+    second = rl.runs.start(asking_later())
     first = rl.runs.start(holding())
     tick(rl)
     clock.advance(1)
-    second = rl.runs.start(holding(value="snow"))
+    rl.runs.advance(second, "bea")
     tick(rl)
     refusal = held_message("plaza", first, "2026-12-02 13:00:00")
     asked = the_step(rl, second, "weather")
     assert (asked.state, asked.attempts, asked.last_error) == ("waiting", 1, refusal)
-    assert rl.runs.describe(second)[0].why_not_advanced == (
+    assert rl.runs.describe(second)[1].why_not_advanced == (
         f"step weather failed 1 time: {refusal}; it will be retried"
     )
     tick(rl, 2)
@@ -162,10 +176,11 @@ def test_a_second_run_asking_for_a_held_target_fails_naming_the_holder_and_until
 def test_a_run_whose_lease_was_refused_is_given_back_completely(
     rl: Runledger, game: Game, clock: Clock
 ) -> None:
+    second = rl.runs.start(asking_later())
     rl.runs.start(holding())
     tick(rl)
     clock.advance(1)
-    second = rl.runs.start(holding(value="snow"))
+    rl.runs.advance(second, "bea")
     tick(rl, 3)
     assert row(rl, second).status == "aborted"
     assert row(rl, second).cleanup_status == "complete"
@@ -189,10 +204,11 @@ def test_a_run_can_lease_again_once_the_first_run_has_ended_and_given_it_back(
 def test_a_target_stays_held_until_the_holders_lease_is_given_back_so_the_baseline_is_true(
     rl: Runledger, game: Game, clock: Clock
 ) -> None:
+    second = rl.runs.start(asking_later())
     first = rl.runs.start(holding(duration_s=60))
     tick(rl)
     clock.advance(61)
-    second = rl.runs.start(holding(value="snow"))
+    rl.runs.advance(second, "bea")
     # One tick: the advance leg asks before the cleanup leg restores the first run's lease.
     tick(rl)
     assert (
@@ -282,12 +298,15 @@ def test_a_lease_someone_else_changed_is_left_alone_and_reads_drifted(
 def test_a_run_that_leases_one_target_twice_never_leaves_its_own_override_behind(
     rl: Runledger, game: Game, clock: Clock
 ) -> None:
+    # Back to back, a start refuses it (its dry run would); a person may advance at once.
     run = rl.runs.start(
         spec(
-            phase("p1", lease_step("storm", "plaza", "storm")),
+            phase("p1", lease_step("storm", "plaza", "storm"), advance="manual"),
             phase("p2", lease_step("rain", "plaza", "rain")),
         )
     )
+    tick(rl)
+    rl.runs.advance(run, "bea")
     for _ in range(4):  # enough for p2's step to succeed, or to be refused three times
         tick(rl)
         clock.advance(10)

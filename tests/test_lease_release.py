@@ -14,11 +14,12 @@ import pytest
 
 from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.services.dry_run import StartRefused
 from runledger.domain.reservation import holds_target
 from runledger.domain.resource import Resource
 from runledger.projections.queries import EntryRow
 from tests.game import LEASE, START, Clock, Game, phase, runledgers, spec, step
-from tests.reading import row, the_step, tick
+from tests.reading import row, the_step, tick, written
 
 SPAWN = "game.spawn"
 Opener = Callable[..., Runledger]
@@ -50,8 +51,15 @@ def lease_of(rl: Runledger, run: UUID) -> EntryRow:
     return found
 
 
-def refusal(holder: UUID) -> str:
-    return f"the target 'plaza' is held by run {holder} until 2026-12-02 13:00:00 UTC"
+def refused_at_start(rl: Runledger, holder: UUID, lease: str = LEASE) -> None:
+    """A start asks who holds the plaza by the very rule dispatch asks by (SPEC "A start checks
+    what a dry run checks"): while it is held, a new run asking for it is refused, naming the
+    holder, and nothing is written."""
+    before = written(rl)
+    with pytest.raises(StartRefused) as refused:
+        rl.runs.start(holding("snow", lease))
+    assert f"'plaza' ({lease}) is held by run {holder}" in str(refused.value)
+    assert written(rl) == before
 
 
 def asks_again(rl: Runledger, value: Any = "snow", lease: str = LEASE) -> UUID:
@@ -101,9 +109,7 @@ def test_a_lease_failing_with_attempts_left_still_holds_its_target(
     tick(rl)
     held = lease_of(rl, first)
     assert (held.status, held.attempts) == ("failing", 1)
-    second = asks_again(rl, lease="flaky")
-    asked = the_step(rl, second, "weather")
-    assert (asked.state, asked.last_error) == ("waiting", refusal(first))
+    refused_at_start(rl, first, lease="flaky")
     assert game.values == {"plaza": "storm"}
 
 
@@ -118,8 +124,7 @@ def test_a_lease_under_a_live_claim_still_holds_its_target(
     assert isinstance(entry, Resource)
     entry.claim_revert("w9", clock(), clock() + timedelta(minutes=1), 3)
     rl.app.save(entry)
-    second = asks_again(rl)
-    assert the_step(rl, second, "weather").last_error == refusal(first)
+    refused_at_start(rl, first)
     assert game.values == {"plaza": "storm"}
 
 
@@ -132,11 +137,10 @@ def test_a_lease_whose_answer_never_reached_the_ledger_holds_its_target_until_gi
     rl.ledger.record_placeholder(first, "weather", "game", "core.lease", key)
     rl.runs.core_lease.perform(holding()["phases"][0]["steps"][0]["params"], key, str(first))
     rl.ledger.abort_run(first, "the runner died")
-    second = asks_again(rl)
-    assert the_step(rl, second, "weather").last_error == refusal(first)
+    refused_at_start(rl, first)
     rl.cleanup.sweep("w1")  # core's reservation says what to put back
     assert game.values == {"plaza": "clear"}
-    rl.runs.advance_leg("w2")
+    second = asks_again(rl)
     assert lease_of(rl, second).payload == {"baseline": "clear", "applied": "snow"}
     assert row(rl, first).cleanup_status == "complete"
 

@@ -112,9 +112,9 @@ def test_two_runners_racing_for_one_due_occurrence_start_one_run(
     for rl in runners:
         held = rl.runs.start_version
 
-        def save_together(*args: Any, held: Any = held) -> UUID:
+        def save_together(*args: Any, held: Any = held, **kwargs: Any) -> UUID:
             both_built.wait(timeout=30)
-            found: UUID = held(*args)
+            found: UUID = held(*args, **kwargs)
             return found
 
         monkeypatch.setattr(rl.runs, "start_version", save_together)

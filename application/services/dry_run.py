@@ -1,5 +1,6 @@
 """A definition's dry run: the checks a run of its draft would meet, against the loaded modules,
-with nothing called that changes a world (no perform, apply, revert or restore).
+with nothing called that changes a world (no perform, apply, revert or restore). A start runs
+the very same checks, for a run starting now (``check_start``), and refuses on any problem.
 
 Lease windows are computed from the spec's phase timings: a step of phase p starts at the
 earliest ``sum(after_s)`` of the auto phases before it after its occurrence's time (a manual
@@ -18,10 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from runledger.application.errors import BadRequest
 from runledger.application.modules.deadline import Raised, Returned, TimedOut, call_with_deadline
 from runledger.application.modules.protocol import Action, Registry
 from runledger.application.services.leases import CORE_LEASE, CoreLease, LeaseParams
-from runledger.application.services.serving import ServedElsewhere, served_nowhere
+from runledger.application.services.serving import ServedElsewhere, nowhere, served_nowhere
 from runledger.application.settings import Settings
 from runledger.domain.resource import MAX_REF
 from runledger.domain.spec import PhaseSpec, RunSpec, StepSpec
@@ -34,6 +36,19 @@ CHECK_BUDGET_S = 5.0
 TOTAL_BUDGET_S = 30.0
 """The most all of one dry run's module calls may take: a verify holds the API's write turn,
 so a module whose checks hang must not hold it for a thousand steps' budgets."""
+SAID_AT_START = 5
+"""Problems a refused start says; the dry run of a definition lists every one."""
+
+
+class StartRefused(BadRequest):
+    """A start refused by the dry run's checks: the first problems in one sentence, each
+    naming its field (the first one's field is where the API's 422 points)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        said = "; ".join(problems[:SAID_AT_START])
+        more = len(problems) - SAID_AT_START
+        super().__init__(said + (f"; and {more:,} more" if more > 0 else ""))
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,25 @@ class DryRunner:
         found += overlapping(leases, spec)
         found += self._held(leases, starts or [self.clock()])
         return bounded(found)
+
+    def check_start(self, spec: RunSpec) -> None:
+        """SPEC "A start checks what a dry run checks": a run of ``spec`` starting now is
+        refused (StartRefused) with whatever a dry run would find, before anything is written."""
+        found = self.problems(spec, [])
+        if found:
+            raise StartRefused(found)
+
+    def held_now(self, spec: RunSpec) -> list[str]:
+        """The dry run's held-target problems alone, for a run starting now: what a due
+        occurrence waits on."""
+        offsets = phase_offsets(spec)
+        leases = []
+        for p, phase in enumerate(spec.phases):
+            for s, step in enumerate(phase.steps):
+                if step.action == CORE_LEASE:
+                    planned, _ = self._lease(f"phases.{p}.steps.{s}", step, p, offsets[p], nowhere)
+                    leases += [planned] if planned is not None else []
+        return self._held(leases, [self.clock()])
 
     def _action(
         self, where: str, step: StepSpec, elsewhere: ServedElsewhere, deadline: float

@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,8 +15,9 @@ from eventsourcing.persistence import IntegrityError
 from runledger.application.errors import OUTAGES, BadRequest, Conflict
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.dispatch import Dispatcher
-from runledger.application.services.inputs import person
-from runledger.application.services.leases import CORE_LEASE, CoreLease
+from runledger.application.services.dry_run import DryRunner
+from runledger.application.services.inputs import person, reason
+from runledger.application.services.leases import CoreLease
 from runledger.application.services.ledger import Ledger
 from runledger.application.services.serving import ServedElsewhere, nowhere, served_nowhere
 from runledger.application.services.spec_input import parse_spec
@@ -27,6 +28,8 @@ from runledger.domain.progress import PhaseStatus, describe, ready_at, times
 from runledger.domain.run import Origin, Run
 from runledger.domain.spec import RunSpec
 from runledger.domain.step import MAX_STEP_ATTEMPTS, Step
+from runledger.domain.text import safe_text
+from runledger.domain.values import MAX_SHOWN
 from runledger.projections.queries import Queries
 
 log = logging.getLogger("runledger.runs")
@@ -79,6 +82,7 @@ class Runs:
         dispatcher: Dispatcher,
         core_lease: CoreLease,
         registry: Registry,
+        dry_runner: DryRunner,
         settings: Settings,
         clock: Callable[[], datetime],
         serving: Callable[[], ServedElsewhere] = served_nowhere,
@@ -90,6 +94,7 @@ class Runs:
         self.dispatcher = dispatcher
         self.core_lease = core_lease
         self.registry = registry
+        self.dry_runner = dry_runner
         self.settings = settings
         self.clock = clock
         self.serving = serving
@@ -100,28 +105,37 @@ class Runs:
     def start(
         self, document: str | dict[str, Any], run_id: UUID | None = None, by: str | None = None
     ) -> UUID:
-        """Validate a spec against the loaded modules and start it; nothing is written if the
-        spec is refused."""
+        """Check a spec as its dry run would, now, and start it; nothing is written if the spec
+        is refused."""
         spec = parse_spec(document)
-        self.elsewhere = self.serving()
-        self._check_actions(spec)
         starter = None if by is None else person(by, "starting a run")
-        planned = self._planned(spec, run_id or uuid4(), starter, None)
-        self.app.save(*planned)
-        return planned[0].id
+        self.dry_runner.check_start(spec)
+        run, steps = self._planned(spec, run_id or uuid4(), starter, None)
+        self.app.save(run, *steps)
+        return run.id
 
     def start_version(
-        self, spec: dict[str, Any], run_id: UUID, by: str, origin: Origin, *also: Aggregate
+        self,
+        spec: dict[str, Any],
+        run_id: UUID,
+        by: str,
+        origin: Origin,
+        *also: Aggregate,
+        refused: Sequence[str] = (),
     ) -> UUID:
         """Start a published version's spec (checked when it was authored) as ``run_id``, in
-        one save with ``also`` (the occurrence that starts it): both are written, or neither."""
-        planned = self._planned(RunSpec.stored(spec), run_id, by, origin)
-        self.app.save(*planned, *also)
+        one save with ``also`` (the occurrence that starts it): both are written, or neither.
+        With ``refused`` problems the run is aborted before its first step, saying them."""
+        run, steps = self._planned(RunSpec.stored(spec), run_id, by, origin)
+        if refused:
+            said = safe_text("; ".join(refused), MAX_SHOWN)
+            run.abort(reason(f"not started: {said}"), self.clock())
+        self.app.save(run, *steps, *also)
         return run_id
 
     def _planned(
         self, spec: RunSpec, run_id: UUID, by: str | None, origin: Origin | None
-    ) -> list[Aggregate]:
+    ) -> tuple[Run, list[Step]]:
         """The run and its steps, ready to save together."""
         now = self.clock()
         run = Run.start(run_id, spec.name, now, spec.model_dump(mode="json"), by, origin)
@@ -130,7 +144,7 @@ class Runs:
             for i, phase in enumerate(spec.phases)
             for s in phase.steps
         ]
-        return [run, *steps]
+        return run, steps
 
     def advance(self, run_id: UUID, by: str) -> str:
         """A person advances the current phase once its steps are done."""
@@ -266,23 +280,6 @@ class Runs:
         run.advance_phase(run.phase + 1, by, self.clock())
         self.app.save(run)
         return "advanced"
-
-    def _check_actions(self, spec: RunSpec) -> None:
-        for p, phase in enumerate(spec.phases):
-            for s, step in enumerate(phase.steps):
-                where = f"phases.{p}.steps.{s}"
-                if step.action == CORE_LEASE:
-                    problem = self.core_lease.check(step.params, self.elsewhere)
-                    if problem:
-                        raise BadRequest(
-                            f"{where}.{problem}"
-                            if problem.startswith("params")
-                            else f"{where}: {problem}"
-                        )
-                    continue
-                action = self.registry.action(step.action)
-                if (action is None or action.perform is None) and not self.elsewhere(step.action):
-                    raise BadRequest(f'{where}.action: no module registers "{step.action}"')
 
     def _load(self, run_id: UUID) -> tuple[Run, RunSpec]:
         run = self.ledger.get_run(run_id)

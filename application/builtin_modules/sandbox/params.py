@@ -1,5 +1,4 @@
-"""What a definition's dry run checks the sandbox's step params against (never a run: a run's
-step is the world's to refuse)."""
+"""What a definition's dry run, and so every start, checks the sandbox's step params against."""
 
 from __future__ import annotations
 
