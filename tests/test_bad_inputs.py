@@ -127,12 +127,17 @@ def test_the_same_kind_of_bad_value_exits_2_whichever_option_carries_it_and_writ
         ("advance", run_id, "--by", "x" * 201),
         ("tick", "--worker", "w\udcff" * 300),
         ("runs", "--limit", "0"),
+        ("runs", "--limit", "abc"),
+        ("runs", "--colour", "red"),
+        ("log", "not-a-run"),
+        ("cancel",),
         ("token", "create", "bob", "--role", "god"),
         ("token", "create", ""),
         ("def", "show", "not a name"),
     ):
         said = cli.refused(*args, code=usage)
         assert said.startswith("runledger: ") and "Usage:" not in said, said
+    assert "RUN_ID: must be an id (a UUID" in cli.refused("log", "not-a-run", code=usage)
     assert "--by: must name the person who asks" in cli.refused(
         "advance", run_id, "--by", "", "--json", code=usage
     )

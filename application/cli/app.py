@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, NoReturn
 
 import typer
+from pydantic import ValidationError
 
 from runledger import __version__
 from runledger.application.cli import (
@@ -34,8 +35,10 @@ from runledger.application.cli import (
 )
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
-from runledger.application.cli.errors import OPERATOR_ERRORS, answering_json, fail
+from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, answering_json, fail
+from runledger.application.errors import BadRequest, RunledgerError
 from runledger.application.modules.threads import left_behind
+from runledger.domain.values import plain_message
 
 SHUTDOWN_GRACE_S = 2.0
 """How long, after a command, threads a module left behind are waited for before exiting."""
@@ -120,17 +123,48 @@ def main() -> None:
 def run(argv: list[str]) -> int | str | None:
     """One command, to its exit code (exits.py); what main runs, and tests in-process."""
     try:
-        app(argv, prog_name="runledger")
+        # Not standalone: Typer's own refusals come here, to be said as every other one is.
+        code = app(argv, prog_name="runledger", standalone_mode=False)
+    except typer.TyperException as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # as Typer tells it: the help is shown
+            return exits.USAGE
+        return _failed(_parse_error(error))
+    except typer.Abort:
+        print("runledger: aborted", file=sys.stderr)
+        return exits.FAILED
     except OPERATOR_ERRORS as error:
-        try:
-            fail(error)
-        except typer.Exit as done:
-            return done.exit_code
+        return _failed(error)
     except SystemExit as done:
         return done.code
     except KeyboardInterrupt:
         return exits.INTERRUPTED
-    return exits.OK
+    return code if isinstance(code, int) else exits.OK
+
+
+def _parse_error(error: typer.TyperException) -> RunledgerError:
+    """Typer's refusal of the command line in one sentence, with where to read more: a usage
+    error (exit 2, its own code for one) whatever option or argument it is about."""
+    ctx = getattr(error, "ctx", None)
+    said = _plain(error) or " ".join(safe_text(error.format_message()).split()).rstrip(".")
+    more = f" ({ctx.command_path} --help says what it takes)" if ctx is not None else ""
+    return (Usage if error.exit_code == exits.USAGE else BadRequest)(f"{said}{more}")
+
+
+def _plain(error: typer.TyperException) -> str | None:
+    """A value Typer's pydantic coercion refused, named as our own checks name one (values.py's
+    words, not pydantic's), or None for any other refusal."""
+    param, cause = getattr(error, "param", None), error.__cause__
+    if param is None or not isinstance(cause, ValidationError) or not cause.errors():
+        return None
+    named = str(param.name).upper() if param.param_type_name == "argument" else param.opts[0]
+    return f"{named}: {safe_text(plain_message(cause.errors()[0])).rstrip('.')}"
+
+
+def _failed(error: BaseException) -> int | str | None:
+    try:
+        fail(error)
+    except typer.Exit as done:
+        return done.exit_code
 
 
 def _leave(code: int | str | None) -> NoReturn:
