@@ -20,6 +20,7 @@ from runledger.application.services.inputs import worker_name
 from runledger.application.services.leases import CoreLease
 from runledger.application.services.ledger import Ledger
 from runledger.application.services.occurrences import Occurrences
+from runledger.application.services.once import Once
 from runledger.application.services.pacing import Wake
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runner import Runner
@@ -67,6 +68,7 @@ class Runledger:
     definitions: Definitions
     occurrences: Occurrences
     starts: Starts
+    once: Once
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
@@ -233,6 +235,7 @@ def bootstrap(
             app=app, definitions=definitions, rows=definition_rows, clock=clock
         ),
         starts=Starts(app=app, rows=definition_rows, runs=runs, dry_runner=dry_runner, clock=clock),
+        once=Once(app=app, clock=clock),
         clock=clock,
         telemetry=telemetry,
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from runledger.application.api import reading
-from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.deps import Operator, Rl, Viewer
+from runledger.application.api.once import Once
 from runledger.application.api.schemas import bulk
 from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
 
@@ -22,12 +23,13 @@ def plan_cleanup(rl: Rl, _: Viewer, where: bulk.Selector) -> bulk.Plan:
 
 
 @router.post("/apply", response_model=bulk.Applied)
-def apply_cleanup(rl: Rl, writes: Writes, actor: Operator, body: bulk.Apply) -> bulk.Applied:
+def apply_cleanup(rl: Rl, actor: Operator, once: Once, body: bulk.Apply) -> bulk.Applied | Response:
     """Retry exactly the runs of the plan named by its fingerprint, in the caller's name;
     409 when the selection has changed since."""
-    with writes:
-        done = rl.bulk.apply(reading.where(body.where), body.fingerprint, actor.name)
-    return bulk.Applied(
-        fingerprint=body.fingerprint,
-        runs=[reading.cleanup_summary(rl, run_id, s) for run_id, s in done.items()],
+    return once(
+        lambda: rl.bulk.apply(reading.where(body.where), body.fingerprint, actor.name),
+        lambda done: bulk.Applied(
+            fingerprint=body.fingerprint,
+            runs=[reading.cleanup_summary(rl, run_id, s) for run_id, s in done.items()],
+        ),
     )

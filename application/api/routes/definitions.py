@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 
 from runledger.application.api import reading_definitions as answer
 from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.once import Once
 from runledger.application.api.schemas import definitions as schema
 from runledger.application.api.schemas.common import Problem
 from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
@@ -33,12 +34,10 @@ def list_definitions(rl: Rl, _: Viewer, limit: Limit = 200) -> list[schema.Defin
 
 @router.post("", response_model=schema.DefinitionDetail, status_code=201)
 def create_definition(
-    rl: Rl, writes: Writes, actor: Operator, body: schema.NewDefinition
-) -> schema.DefinitionDetail:
+    rl: Rl, actor: Operator, once: Once, body: schema.NewDefinition
+) -> schema.DefinitionDetail | Response:
     """A new definition whose draft is the spec given, in the caller's name."""
-    with writes:
-        created = rl.definitions.create(body.name, body.spec, by=actor.name)
-    return answer.detail(created)
+    return once(lambda: rl.definitions.create(body.name, body.spec, by=actor.name), answer.detail)
 
 
 @router.get("/{name}", response_model=schema.DefinitionDetail)
@@ -58,21 +57,24 @@ def edit_draft(
 
 
 @router.post("/{name}/verify", response_model=schema.Verified)
-def verify_definition(rl: Rl, writes: Writes, actor: Operator, name: Name) -> schema.Verified:
+def verify_definition(
+    rl: Rl, actor: Operator, once: Once, name: Name
+) -> schema.Verified | Response:
     """A dry run of the draft against the loaded modules, calling nothing that changes a world;
     recorded with its fingerprint, the caller as reviewer and the time, passed or not."""
-    with writes:
-        found = rl.definitions.verify(name, by=actor.name)
-    return answer.verified(found)
+    return once(lambda: rl.definitions.verify(name, by=actor.name), answer.verified)
 
 
 @router.post("/{name}/publish", response_model=schema.Published)
-def publish_definition(rl: Rl, writes: Writes, actor: Operator, name: Name) -> schema.Published:
+def publish_definition(
+    rl: Rl, actor: Operator, once: Once, name: Name
+) -> schema.Published | Response:
     """Freeze the draft as the next version (verified when the latest passing dry run checked
     this very draft) and re-pin the definition's scheduled occurrences to it."""
-    with writes:
-        found = rl.definitions.publish(name, by=actor.name)
-    return answer.published(name, found)
+    return once(
+        lambda: rl.definitions.publish(name, by=actor.name),
+        lambda found: answer.published(name, found),
+    )
 
 
 @router.get("/{name}/versions", response_model=list[schema.VersionSummary])
@@ -98,9 +100,10 @@ def list_definition_occurrences(
 
 @router.post("/{name}/occurrences", response_model=schema.Occurrence, status_code=201)
 def schedule_occurrence(
-    rl: Rl, writes: Writes, actor: Operator, name: Name, body: schema.NewOccurrence
-) -> schema.Occurrence:
+    rl: Rl, actor: Operator, once: Once, name: Name, body: schema.NewOccurrence
+) -> schema.Occurrence | Response:
     """Schedule the definition at a time, pinned to its latest version."""
-    with writes:
-        scheduled = rl.occurrences.schedule(name, body.at, by=actor.name)
-    return answer.occurrence(rl.occurrences.row(scheduled.id))
+    return once(
+        lambda: rl.occurrences.schedule(name, body.at, by=actor.name),
+        lambda scheduled: answer.occurrence(rl.occurrences.row(scheduled.id)),
+    )

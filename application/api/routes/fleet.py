@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from uuid import UUID
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from runledger.application.api import reading
 from runledger.application.api.deps import Admin, Rl, Viewer, Writes
+from runledger.application.api.once import Once
 from runledger.application.api.schemas import fleet, tokens
 from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 
@@ -22,13 +23,14 @@ def list_modules(rl: Rl, _: Viewer) -> list[fleet.Module]:
 
 
 @router.post("/modules/{name}/reconcile", response_model=fleet.Reconciled)
-def reconcile_module(rl: Rl, writes: Writes, actor: Admin, name: str) -> fleet.Reconciled:
+def reconcile_module(rl: Rl, actor: Admin, once: Once, name: str) -> fleet.Reconciled | Response:
     """Ask a module loaded in this process which of its live entries are still in force, as it
     does itself after a reconnect. What it no longer holds is orphaned (expired, if past its
     until), each line naming the admin who asked; what it cannot answer for stays live."""
-    with writes:
-        summary = rl.reconciler.asked_by_person(name, actor.name)
-    return fleet.Reconciled(module=name, **asdict(summary))
+    return once(
+        lambda: rl.reconciler.asked_by_person(name, actor.name),
+        lambda summary: fleet.Reconciled(module=name, **asdict(summary)),
+    )
 
 
 @router.get("/runners", response_model=list[fleet.Runner])
@@ -54,10 +56,19 @@ def list_tokens(rl: Rl, _: Admin) -> list[tokens.Token]:
 
 
 @router.post("/tokens", response_model=tokens.IssuedToken, status_code=201)
-def issue_token(rl: Rl, writes: Writes, actor: Admin, body: tokens.NewToken) -> tokens.IssuedToken:
-    with writes:
-        issued = rl.tokens.issue(body.name, body.role, by=actor.name)
-    return tokens.IssuedToken.model_validate(issued)
+def issue_token(
+    rl: Rl, actor: Admin, once: Once, body: tokens.NewToken
+) -> tokens.IssuedToken | Response:
+    """A token for a person; its secret is in this answer only. Under an Idempotency-Key a
+    repeat issues nothing and is refused (409) naming the token: its secret is not kept."""
+    return once(
+        lambda: rl.tokens.issue(body.name, body.role, by=actor.name),
+        tokens.IssuedToken.model_validate,
+        lambda issued: (
+            f"the secret of token {issued.token_id} ({issued.name}, {issued.role}) is shown "
+            "once and never kept: revoke it and issue another if it was lost"
+        ),
+    )
 
 
 @router.delete("/tokens/{token_id}", response_model=tokens.Token)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from runledger.application.api import reading_definitions as answer
-from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.deps import Operator, Rl, Viewer
+from runledger.application.api.once import Once
 from runledger.application.api.routes.definitions import UNKNOWN, Limit
 from runledger.application.api.schemas import definitions as schema
 from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
@@ -38,9 +39,10 @@ def get_occurrence(rl: Rl, _: Viewer, occurrence_id: UUID) -> schema.Occurrence:
 
 @router.post("/{occurrence_id}/cancel", response_model=schema.Occurrence)
 def cancel_occurrence(
-    rl: Rl, writes: Writes, actor: Operator, occurrence_id: UUID
-) -> schema.Occurrence:
+    rl: Rl, actor: Operator, once: Once, occurrence_id: UUID
+) -> schema.Occurrence | Response:
     """Cancel an occurrence still waiting to start, in the caller's name."""
-    with writes:
-        rl.occurrences.cancel(occurrence_id, by=actor.name)
-    return answer.occurrence(rl.occurrences.row(occurrence_id))
+    return once(
+        lambda: rl.occurrences.cancel(occurrence_id, by=actor.name),
+        lambda _: answer.occurrence(rl.occurrences.row(occurrence_id)),
+    )

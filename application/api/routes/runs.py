@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Response
 from pydantic import AwareDatetime
 
 from runledger.application.api import reading
-from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.deps import Operator, Rl, Viewer
+from runledger.application.api.once import Once
 from runledger.application.api.schemas import history, runs
 from runledger.application.api.schemas.common import MAX_INT, StoredText
 from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
@@ -40,13 +41,17 @@ def list_runs(
 @router.post("", response_model=runs.RunDetail, status_code=201)
 def start_run(
     rl: Rl,
-    writes: Writes,
     actor: Operator,
+    once: Once,
     spec: Annotated[Spec, Body(description="the run's spec, as `runledger start` reads it")],
-) -> runs.RunDetail:
-    with writes:
-        run_id = rl.runs.start(spec, by=actor.name)
-    return reading.run_detail(rl, run_id)
+) -> runs.RunDetail | Response:
+    """Start a run, checked first as a definition's dry run checks it (params, phases, lease
+    targets held now): a refusal names the field and writes nothing. Under an Idempotency-Key
+    the run's id comes from the key, so a repeat answers the same run."""
+    return once(
+        lambda: rl.runs.start(spec, run_id=once.run_id, by=actor.name),
+        lambda run_id: reading.run_detail(rl, run_id),
+    )
 
 
 @router.get("/{run_id}", response_model=runs.RunDetail)
@@ -67,37 +72,43 @@ def get_log(
 
 
 @router.post("/{run_id}/advance", response_model=runs.Advanced)
-def advance_run(rl: Rl, writes: Writes, actor: Operator, run_id: UUID) -> runs.Advanced:
-    with writes:
-        said = rl.runs.advance(run_id, actor.name)
-    return runs.Advanced(run_id=run_id, message=said)
+def advance_run(rl: Rl, actor: Operator, once: Once, run_id: UUID) -> runs.Advanced | Response:
+    return once(
+        lambda: rl.runs.advance(run_id, actor.name),
+        lambda said: runs.Advanced(run_id=run_id, message=said),
+    )
 
 
 @router.post("/{run_id}/cancel", response_model=runs.RunDetail)
 def cancel_run(
-    rl: Rl, writes: Writes, actor: Operator, run_id: UUID, body: runs.Cancel | None = None
-) -> runs.RunDetail:
-    with writes:
-        rl.ledger.cancel_run(run_id, actor.name, cleanup=body is None or body.cleanup)
-    return reading.run_detail(rl, run_id)
+    rl: Rl, actor: Operator, once: Once, run_id: UUID, body: runs.Cancel | None = None
+) -> runs.RunDetail | Response:
+    return once(
+        lambda: rl.ledger.cancel_run(run_id, actor.name, cleanup=body is None or body.cleanup),
+        lambda _: reading.run_detail(rl, run_id),
+    )
 
 
 @router.post("/{run_id}/abort", response_model=runs.RunDetail)
 def abort_run(
-    rl: Rl, writes: Writes, actor: Operator, run_id: UUID, body: runs.Abort
-) -> runs.RunDetail:
-    with writes:
-        rl.ledger.abort_run(run_id, body.reason, by=actor.name)
-    return reading.run_detail(rl, run_id)
+    rl: Rl, actor: Operator, once: Once, run_id: UUID, body: runs.Abort
+) -> runs.RunDetail | Response:
+    return once(
+        lambda: rl.ledger.abort_run(run_id, body.reason, by=actor.name),
+        lambda _: reading.run_detail(rl, run_id),
+    )
 
 
 @router.post("/{run_id}/cleanup", response_model=runs.CleanupSummary)
-def clean_up_run(rl: Rl, writes: Writes, actor: Operator, run_id: UUID) -> runs.CleanupSummary:
+def clean_up_run(
+    rl: Rl, actor: Operator, once: Once, run_id: UUID
+) -> runs.CleanupSummary | Response:
     """Ask again: reset the run's attempt counters and work it now, in the caller's name."""
     reading.known_run(rl, run_id)
-    with writes:
-        summary = rl.cleanup.manual_cleanup(run_id, actor.name)
-    return reading.cleanup_summary(rl, run_id, summary)
+    return once(
+        lambda: rl.cleanup.manual_cleanup(run_id, actor.name),
+        lambda summary: reading.cleanup_summary(rl, run_id, summary),
+    )
 
 
 @router.get("/{run_id}/replay", response_model=history.Replay)
