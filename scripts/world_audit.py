@@ -74,7 +74,7 @@ def report(result: Result, before: str, after: str) -> None:
     exits = result.exits
     figures = [
         ("store, runners, seed", f"{plan.store}, {plan.runners}, {plan.seed}"),
-        ("runs (starts refused and replaced)", f"{tally.runs} ({len(tally.refused)})"),
+        ("runs (starts refused, then tried again)", f"{tally.runs} ({len(tally.refused)})"),
         ("  completed / cancelled / aborted / running", _counts(statuses, _RUN)),
         ("  cleanup complete / incomplete / n.r. / pending", _counts(cleanup, _CLEANUP)),
         ("kills / freezes", f"{tally.kills} / {tally.freezes}"),

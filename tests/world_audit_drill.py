@@ -161,15 +161,15 @@ class Drill:
                 time.sleep(0.5)
 
     def _start(self) -> None:
+        """A start is refused while another live run holds a target it leases: another spec
+        then, and after three refusals one without leases."""
         n = len(self.run_ids)
-        try:
-            self._begin(n)
-        except RunledgerError as error:  # a held target, say: the same run without leases
-            self.tally.refused.append(str(error))
+        for leases in (True, True, True, False):
             try:
-                self._begin(n, leases=False)
-            except RunledgerError as again:
-                self.tally.refused.append(str(again))
+                self._begin(n, leases)
+                return
+            except RunledgerError as error:
+                self.tally.refused.append(str(error))
 
     def _begin(self, n: int, leases: bool = True) -> None:
         spec, run_id = self.specs.spec(n, leases), uuid4()
