@@ -9,6 +9,7 @@ from runledger.application.modules.loader import Loader, ModuleEvents, ModuleSta
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
+from runledger.application.services.decisions import Decisions
 from runledger.application.services.definitions import Definitions
 from runledger.application.services.dispatch import Dispatcher
 from runledger.application.services.dry_run import DryRunner
@@ -57,6 +58,7 @@ class Runledger:
     registry: Registry
     ledger: Ledger
     cleanup: Cleanup
+    decisions: Decisions
     holds: Holds
     reconciler: Reconciler
     runs: Runs
@@ -208,6 +210,15 @@ def bootstrap(
         registry=registry,
         ledger=ledger,
         cleanup=cleanup,
+        decisions=Decisions(
+            app=app,
+            streams=streams,
+            queries=queries,
+            ledger=ledger,
+            cleanup=cleanup,
+            holds=holds,
+            clock=clock,
+        ),
         holds=holds,
         reconciler=Reconciler(
             app=app,

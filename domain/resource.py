@@ -109,10 +109,12 @@ class Resource(Aggregate):
     class Kept(Aggregate.Event):
         by: str
         at: datetime
+        reason: str | None = None  # a cancel without cleanup gives none; older streams lack it
 
         def apply(self, aggregate: Resource) -> None:
             aggregate.fate = aggregate.fate.kept()
             aggregate.kept_by = self.by
+            aggregate.kept_reason = self.reason
 
     @staticmethod
     def create_id(run_id: UUID, step: str, kind: str, ref: str) -> UUID:
@@ -145,6 +147,7 @@ class Resource(Aggregate):
         self.until = until
         self.fate = Fate.recorded(placeholder=self.is_placeholder)
         self.kept_by: str | None = None
+        self.kept_reason: str | None = None
         self.note: str | None = None
 
     @property
@@ -265,9 +268,16 @@ class Resource(Aggregate):
         self._guard_unresolved()
         self.trigger_event(self.AttemptsReset, by=by, at=at)
 
-    def keep(self, by: str, at: datetime) -> None:
+    def keep(self, by: str, at: datetime, reason: str | None = None) -> None:
+        """A person leaves it in the world as it is. Not while a worker's call is out on it:
+        that call's verdict says what the world now holds."""
         self._guard_unresolved()
-        self.trigger_event(self.Kept, by=by, at=at)
+        if self.under_live_claim(at):
+            raise NotClaimable(
+                f"{self.kind}:{self.ref} is being given back by {self.claim_worker} until "
+                f"{self.claim_expires_at}; keep it once that attempt has answered"
+            )
+        self.trigger_event(self.Kept, by=by, at=at, reason=reason)
 
     def _guard_claim(self, worker: str, attempt: int) -> None:
         if self.claim_worker != worker or self.attempts != attempt or not self.unresolved:

@@ -34,6 +34,9 @@ NEEDS: dict[tuple[str, str], str | None] = {
     ("POST", RUNS + "/{run_id}/cancel"): OPERATOR,
     ("POST", RUNS + "/{run_id}/abort"): OPERATOR,
     ("POST", RUNS + "/{run_id}/cleanup"): OPERATOR,
+    ("POST", RUNS + "/{run_id}/keep"): OPERATOR,
+    ("POST", RUNS + "/{run_id}/entries/{entry_id}/keep"): OPERATOR,
+    ("POST", RUNS + "/{run_id}/entries/{entry_id}/retry"): OPERATOR,
     ("POST", "/admin/events/cleanup/plan"): VIEWER,  # a plan writes nothing
     ("POST", "/admin/events/cleanup/apply"): OPERATOR,
     ("GET", "/admin/entries/{entry_id}"): VIEWER,
@@ -66,6 +69,8 @@ NEEDS: dict[tuple[str, str], str | None] = {
 BODIES: dict[tuple[str, str], Any] = {
     ("POST", RUNS): shard_run(1, advance="manual"),
     ("POST", RUNS + "/{run_id}/abort"): {"reason": "the auth matrix"},
+    ("POST", RUNS + "/{run_id}/keep"): {"reason": "the auth matrix"},
+    ("POST", RUNS + "/{run_id}/entries/{entry_id}/keep"): {"reason": "the auth matrix"},
     ("POST", "/admin/events/cleanup/plan"): {},
     ("POST", "/admin/events/cleanup/apply"): {"where": {}, "fingerprint": "0" * 32},
     ("POST", "/admin/tokens"): {"name": "bob", "role": "viewer"},

@@ -125,7 +125,7 @@ def test_an_incomplete_cleanup_shows_real_attempts_last_errors_and_when_each_is_
     assert failing.count("data-attempts>2</td>") == 2
     assert failing.count("the shard is down") == 2
     assert failing.count("none planned") == 2
-    assert buttons(page) == ["Retry cleanup"]
+    assert buttons(page) == ["Retry cleanup", "Keep what is left…"]
     [entry] = api.run(retrying)["entries"][0]["entries"]
     later = console.get(f"/runs/{retrying}").text
     row = groups_of(later)["failing"]

@@ -13,6 +13,7 @@ from runledger.application.api.metrics import StoreCollector
 from runledger.application.api.request_log import RequestLog
 from runledger.application.api.routes import (
     bulk,
+    decisions,
     definitions,
     entries,
     fleet,
@@ -37,6 +38,7 @@ def routes() -> FastAPI:
     app = FastAPI(title="runledger", version=__version__, description=DESCRIPTION)
     for router in (
         runs.router,
+        decisions.router,
         bulk.router,
         entries.router,
         definitions.router,

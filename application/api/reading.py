@@ -91,13 +91,14 @@ def run_detail(rl: Runledger, run_id: UUID) -> runs.RunDetail:
     )
 
 
-def kept_by(rl: Runledger, entry_ids: list[UUID]) -> dict[UUID, str]:
-    """Who kept each of these entries, as their Kept events say (the rows do not hold it)."""
+def kept_by(rl: Runledger, entry_ids: list[UUID]) -> dict[UUID, tuple[str, str | None]]:
+    """Who kept each of these entries and why, as their Kept events say (the rows hold
+    neither)."""
     loaded = rl.ledger.streams.load(Resource, entry_ids)
-    return {i: e.kept_by for i, e in loaded.items() if e.kept_by is not None}
+    return {i: (e.kept_by, e.kept_reason) for i, e in loaded.items() if e.kept_by is not None}
 
 
-def entry(row: EntryRow, kept_by: str | None = None) -> runs.Entry:
+def entry(row: EntryRow, kept: tuple[str, str | None] | None = None) -> runs.Entry:
     return runs.Entry(
         entry_id=row.entry_id,
         run_id=row.run_id,
@@ -114,7 +115,8 @@ def entry(row: EntryRow, kept_by: str | None = None) -> runs.Entry:
         next_attempt_at=row.next_attempt,
         claimed_by=row.claim_worker,
         claim_expires_at=row.claim_expires,
-        kept_by=kept_by,
+        kept_by=kept[0] if kept else None,
+        kept_reason=kept[1] if kept else None,
         payload=row.payload,
         member_key=row.member_key,
         until=row.until,

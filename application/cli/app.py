@@ -17,6 +17,7 @@ from runledger import __version__
 from runledger.application.cli import (
     acting,
     cleanup,
+    decisions,
     definitions,
     demo,
     environment,
@@ -64,6 +65,8 @@ COMMANDS = (
     acting.cancel,
     acting.abort,
     cleanup.cleanup,
+    decisions.keep,
+    decisions.retry,
     replay.replay,
     projections.projections,
     projections.rebuild,
@@ -71,7 +74,7 @@ COMMANDS = (
     fleet.runners,
     serve.serve,
 )
-MAY_BE_INCOMPLETE = (runs.log, cleanup.cleanup)
+MAY_BE_INCOMPLETE = (runs.log, cleanup.cleanup, decisions.keep, decisions.retry)
 """The commands that exit 3 when a run's cleanup is left incomplete."""
 
 

@@ -23,7 +23,8 @@ _TOPIC = get_topic(Resource)
 
 def entry_from_row(row: EntryRow) -> Resource:
     """The entry at the row's version. Only an open entry (retryable, or under a claim) may be
-    built this way: ``kept_by`` and ``note`` are written only by events that resolve it."""
+    built this way: ``kept_by``, ``kept_reason`` and ``note`` are written only by events that
+    resolve it."""
     state: dict[str, Any] = {
         # The library's own wall-clock stamps are in no row; nothing in runledger reads them.
         "_created_on": None,
@@ -49,6 +50,7 @@ def entry_from_row(row: EntryRow) -> Resource:
             drift_current=row.drift_current,
         ),
         "kept_by": None,
+        "kept_reason": None,
         "note": None,
     }
     snapshot = Snapshot(

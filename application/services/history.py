@@ -29,6 +29,7 @@ STATE_FIELDS = (
     "payload",
     "drift_current",
     "kept_by",
+    "kept_reason",
     "note",
 )
 
@@ -228,6 +229,8 @@ def _outcome(event: Any, after: Any) -> str:
         return event.error
     if isinstance(event, Resource.Orphaned | Resource.Expired):
         return event.reason
+    if isinstance(event, Resource.Kept) and event.reason:
+        return f"kept: {event.reason}"
     if isinstance(event, Resource.RevertClaimed | Step.DispatchClaimed):
         return f"attempt {event.attempt}"
     if isinstance(event, Step.Failed):

@@ -74,7 +74,9 @@ class Ledger:
             self.app.save(run)
             return 0
         ids = [e.entry_id for e in self.queries.unresolved_entries(run_id)]
-        kept = [e for e in self.streams.load(Resource, ids).values() if e.unresolved]
+        loaded = self.streams.load(Resource, ids).values()
+        # An overdue lease the sweep is giving back right now is left to that call's verdict.
+        kept = [e for e in loaded if e.unresolved and not e.under_live_claim(now)]
         for entry in kept:
             entry.keep(by, now)
         line = LogEntry(

@@ -16,7 +16,16 @@ from starlette.middleware.sessions import SessionMiddleware
 from runledger.application.bootstrap import Runledger
 from runledger.application.web.forms import Utf8Forms
 from runledger.application.web.render import HERE, page
-from runledger.application.web.routes import definitions, entries, fleet, replay, run, runs, signin
+from runledger.application.web.routes import (
+    decisions,
+    definitions,
+    entries,
+    fleet,
+    replay,
+    run,
+    runs,
+    signin,
+)
 from runledger.application.web.session import COOKIE, Refused, SignInFirst, sign_in_url
 from runledger.domain.text import safe_text
 
@@ -26,6 +35,7 @@ ROUTERS = [
     runs.router,
     run.router,
     entries.router,
+    decisions.router,
     replay.router,
     fleet.router,
     definitions.router,

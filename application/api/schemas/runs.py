@@ -67,6 +67,7 @@ class Entry(Answer):
     claimed_by: str | None
     claim_expires_at: datetime | None
     kept_by: str | None
+    kept_reason: str | None = Field(None, description="why the person who kept it kept it")
     payload: Any
     member_key: str | None
     until: datetime | None

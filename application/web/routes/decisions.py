@@ -1,0 +1,210 @@
+"""Deciding about an ended run's unresolved entries from the console: keep one, retry one (from
+the entry's page or its group on the run's page), keep what is left (from the run's page). Each
+is a confirmation page that says exactly what will happen and asks the reason, then a POST in the
+signed-in person's name and a 303 to the run's page with what came of it.
+
+A refusal changes nothing and says why on the confirmation: 409 when the state of things
+refuses it, 422 when what was sent is refused (the reason typed is kept)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+from uuid import UUID
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from runledger.application.api import reading
+from runledger.application.api.deps import Rl, Writes
+from runledger.application.api.schemas.runs import Entry
+from runledger.application.errors import BadRequest, Conflict, NotFound
+from runledger.application.services.tokens import Actor
+from runledger.application.web.render import env, page
+from runledger.application.web.routes import deciding
+from runledger.application.web.routes.acts import keep_outcome
+from runledger.application.web.session import Acting, Reader, Refused
+from runledger.domain.errors import DomainError
+from runledger.domain.fate import UNRESOLVED
+from runledger.domain.text import safe_text
+from runledger.domain.token import may
+from runledger.projections.rows import EntryRow, RunRow
+
+router = APIRouter(include_in_schema=False)
+Reason = Annotated[str, Form(max_length=10_000)]
+env.globals["DECIDABLE"] = UNRESOLVED  # the states decide_*.html offer to keep or retry
+
+
+def operators_only(actor: Actor) -> None:
+    if not may(actor.role, "operator"):
+        raise Refused(
+            403,
+            f"{actor.name} signed in with the {actor.role} role: only operators and admins "
+            "keep or retry entries; nothing was done.",
+        )
+
+
+@router.get("/runs/{run_id}/decide")
+def decide(
+    rl: Rl,
+    actor: Reader,
+    run_id: UUID,
+    entry: Annotated[UUID, Query()],
+    act: Annotated[Literal["keep", "retry"], Query()],
+) -> RedirectResponse:
+    """A group's form on the run's page: the chosen entry's confirmation."""
+    operators_only(actor)
+    if reading.known_entry(rl, entry).run_id != run_id:
+        raise NotFound(f"run {run_id} has no entry {entry}")
+    return RedirectResponse(f"/entries/{entry}/{act}", status_code=303)
+
+
+@router.get("/entries/{entry_id}/keep", response_class=HTMLResponse)
+def confirm_keep(request: Request, rl: Rl, actor: Reader, entry_id: UUID) -> HTMLResponse:
+    operators_only(actor)
+    return _entry_confirmation(request, rl, actor, entry_id, "keep")
+
+
+@router.get("/entries/{entry_id}/retry", response_class=HTMLResponse)
+def confirm_retry(request: Request, rl: Rl, actor: Reader, entry_id: UUID) -> HTMLResponse:
+    operators_only(actor)
+    return _entry_confirmation(request, rl, actor, entry_id, "retry")
+
+
+@router.post("/entries/{entry_id}/keep", response_model=None)
+def keep(
+    request: Request, rl: Rl, writes: Writes, actor: Acting, entry_id: UUID, reason: Reason = ""
+) -> Response:
+    run_id = reading.known_entry(rl, entry_id).run_id
+    return _done(
+        request,
+        run_id,
+        lambda: deciding.keep(rl, writes, entry_id, actor.name, reason),
+        lambda code, said: _entry_confirmation(
+            request, rl, actor, entry_id, "keep", code, said, reason
+        ),
+    )
+
+
+@router.post("/entries/{entry_id}/retry", response_model=None)
+def retry(
+    request: Request, rl: Rl, writes: Writes, actor: Acting, entry_id: UUID, reason: Reason = ""
+) -> Response:
+    run_id = reading.known_entry(rl, entry_id).run_id
+    return _done(
+        request,
+        run_id,
+        lambda: deciding.retry(rl, writes, entry_id, actor.name, reason),
+        lambda code, said: _entry_confirmation(
+            request, rl, actor, entry_id, "retry", code, said, reason
+        ),
+    )
+
+
+@router.get("/runs/{run_id}/keep-rest", response_class=HTMLResponse)
+def confirm_keep_rest(request: Request, rl: Rl, actor: Reader, run_id: UUID) -> HTMLResponse:
+    operators_only(actor)
+    return _rest_confirmation(request, rl, actor, run_id)
+
+
+@router.post("/runs/{run_id}/keep-rest", response_model=None)
+def keep_rest(
+    request: Request, rl: Rl, writes: Writes, actor: Acting, run_id: UUID, reason: Reason = ""
+) -> Response:
+    reading.known_run(rl, run_id)
+    return _done(
+        request,
+        run_id,
+        lambda: deciding.keep_rest(rl, writes, run_id, actor.name, reason),
+        lambda code, said: _rest_confirmation(request, rl, actor, run_id, code, said, reason),
+    )
+
+
+def _done(
+    request: Request,
+    run_id: UUID,
+    act: Callable[[], str],
+    again: Callable[[int, str], HTMLResponse],
+) -> Response:
+    """Do it, then show the run with what came of it; or the confirmation again, saying why
+    nothing was done."""
+    try:
+        said = act()
+    except (DomainError, BadRequest) as error:
+        # A refused value (the reason, the name) is 422; the state of things refusing it, 409.
+        refused_by_state = isinstance(error, Conflict | DomainError)
+        code = 409 if refused_by_state and not isinstance(error, ValueError) else 422
+        return again(code, f"Refused, nothing was changed: {safe_text(str(error), 1_000)}")
+    keep_outcome(request, run_id, said)
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+def _entry_confirmation(
+    request: Request,
+    rl: Rl,
+    actor: Actor,
+    entry_id: UUID,
+    act: Literal["keep", "retry"],
+    code: int = 200,
+    refused: str | None = None,
+    reason: str = "",
+) -> HTMLResponse:
+    entry = reading.known_entry(rl, entry_id)
+    run = reading.known_run(rl, entry.run_id)
+    asked = (
+        deciding.foresee_keep(run, entry, actor.name)
+        if act == "keep"
+        else deciding.foresee_retry(rl, run, entry, actor.name)
+    )
+    shown = Shown(act, asked, run, f"/entries/{entry_id}/{act}", entry=entry)
+    return _confirmation(request, actor, shown, code, refused, reason)
+
+
+def _rest_confirmation(
+    request: Request,
+    rl: Rl,
+    actor: Actor,
+    run_id: UUID,
+    code: int = 200,
+    refused: str | None = None,
+    reason: str = "",
+) -> HTMLResponse:
+    run = reading.known_run(rl, run_id)
+    left = rl.queries.unresolved_entries(run_id) if run.status != "running" else []
+    asked = deciding.foresee_keep_rest(run, left, actor.name)
+    shown = Shown("keep_rest", asked, run, f"/runs/{run_id}/keep-rest", left=left)
+    return _confirmation(request, actor, shown, code, refused, reason)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a confirmation page shows: the act, what it will do, and what it is about."""
+
+    act: deciding.Act
+    asked: deciding.Asked
+    run: RunRow
+    target: str
+    entry: Entry | None = None
+    left: list[EntryRow] = field(default_factory=list)
+
+
+def _confirmation(
+    request: Request,
+    actor: Actor,
+    shown: Shown,
+    code: int,
+    refused: str | None,
+    reason: str,
+) -> HTMLResponse:
+    return page(
+        request,
+        "decide_confirm.html",
+        actor,
+        code,
+        shown=shown,
+        label=deciding.LABELS[shown.act],
+        yes=deciding.YES[shown.act],
+        refused=refused,
+        reason=reason,
+    )
