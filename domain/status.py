@@ -3,6 +3,9 @@ from __future__ import annotations
 from typing import Literal
 
 CleanupStatus = Literal["not_required", "pending", "complete", "incomplete"]
+CleanupFilter = Literal["not_required", "pending", "under_way", "complete", "incomplete"]
+"""What runs may be listed by: each cleanup status, and ``under_way``, the runs that have ended
+and are still ``pending`` (``pending`` itself also holds every running run)."""
 
 
 def cleanup_status(*, running: bool, entries: int, unresolved: int, open_: int) -> CleanupStatus:

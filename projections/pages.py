@@ -29,10 +29,14 @@ _COUNTED = f"""SELECT u.run_id, u.status, u.name, u.started_at,
     FROM {{rl_runs}} u"""
 
 
+UNDER_WAY = "under_way"
+
+
 @dataclass(frozen=True)
 class RunFilter:
     status: str | None = None
     cleanup_status: str | None = None
+    """A cleanup status, or ``under_way``: ended and still pending."""
     name: str | None = None
 
 
@@ -99,7 +103,10 @@ class Pages:
         if where.name is not None:
             conditions.append("LOWER(c.name) LIKE LOWER(%s) ESCAPE '\\'")
             params.append(_like(where.name))
-        if where.cleanup_status is not None:
+        if where.cleanup_status == UNDER_WAY:  # pending, less the runs still running
+            conditions.append(f"({CLEANUP_STATUS_SQL}) = %s AND c.status <> %s")
+            params += ["pending", "running"]
+        elif where.cleanup_status is not None:
             conditions.append(f"({CLEANUP_STATUS_SQL}) = %s")
             params.append(where.cleanup_status)
         if after is not None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from runledger.domain.fate import STATES
 from runledger.domain.run import Origin
 from runledger.domain.status import CleanupStatus, cleanup_status
 from runledger.projections.lazy import known_uuid, parse_state
@@ -92,28 +93,35 @@ class RunRow:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     origin: Origin | None = None
+    states: dict[str, int] = field(default_factory=dict)
+    """How many of its entries are in each state (none in a state: not there)."""
 
     @classmethod
     def of(cls, row: Any) -> RunRow:
-        """A run with its entries counted: all of them, the unresolved, the still open."""
-        entries, unresolved = int(row["entries"]), int(row["unresolved"] or 0)
+        """A run with its entries counted: all of them, the unresolved, the still open, and how
+        many in each state. A placeholder its step's answer replaced is not one of its entries;
+        its status still counts every row, as the SQL's (pages.py) does."""
+        ledgered, unresolved = int(row["entries"]), int(row["unresolved"] or 0)
+        states: dict[str, int] = {s: int(row[f"n_{s}"]) for s in STATES if row[f"n_{s}"]}
+        replaced = states.pop("superseded", 0)
         return cls(
             run_id=UUID(row["run_id"]),
             name=row["name"],
             status=row["status"],
             cleanup_status=cleanup_status(
                 running=row["status"] == "running",
-                entries=entries,
+                entries=ledgered,
                 unresolved=unresolved,
                 open_=int(row["open"] or 0),
             ),
-            entries=entries,
+            entries=ledgered - replaced,
             unresolved=unresolved,
             ended_by=row["ended_by"],
             end_reason=row["end_reason"],
             started_at=_time(row["started_at"]),
             ended_at=_time(row["ended_at"]),
             origin=_origin(row),
+            states=states,
         )
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from runledger.domain.fate import STATES
 from runledger.domain.resource import LEASE_KIND
 from runledger.projections.schema import is_open, is_unresolved
 
@@ -43,10 +44,17 @@ CANDIDATES = f"""SELECT c.run_id FROM (
     LIMIT %s"""
 
 
+# How many of a run's rows are in each state (rows.RunRow.states): the words a person reads
+# ("3 given back, 1 kept") are counted from the rows, like the status beside them.
+BY_STATE = ", ".join(
+    f"SUM(CASE WHEN r.status = '{state}' THEN 1 ELSE 0 END) AS n_{state}" for state in STATES
+)
+
+
 def runs_statement(markers: str) -> str:
     """Runs by id with their entries counted; parameters: max attempts, now, then the ids."""
     return f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
-        u.ended_at, {ORIGIN},
+        u.ended_at, {ORIGIN}, {BY_STATE},
         COUNT(r.entry_id) AS entries,
         SUM(CASE WHEN {is_unresolved()} THEN 1 ELSE 0 END) AS unresolved,
         SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open

@@ -6,6 +6,7 @@ them."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import threading
@@ -29,8 +30,12 @@ from tests.api_support import DOWN, Api, Shard, shard_run, tick
 from tests.game import START, Clock
 
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
-"""Screenshots of the main pages, kept by every browser run for a person to look at."""
+SHOTS = Path(
+    os.environ.get("RUNLEDGER_SCREENSHOTS")
+    or Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+)
+"""Screenshots of the main pages, kept by every browser run for a person to look at
+(RUNLEDGER_SCREENSHOTS names another folder)."""
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 

@@ -120,8 +120,8 @@ def test_the_next_attempt_is_shown_beside_the_entry(
     out = io.StringIO()
     show_runs(Console(file=out, width=200), rl, [run], with_log=True)
     assert (
-        "creature:c1 failing, 1 attempt — the shard is busy; next attempt at 12:00:05 UTC"
-        in out.getvalue()
+        "creature:c1 failing, 1 attempt — the shard is busy; next attempt at "
+        "2026-12-02 12:00:05 UTC" in out.getvalue()
     )
 
 

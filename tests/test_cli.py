@@ -58,8 +58,8 @@ def assert_the_demo_story(done: subprocess.CompletedProcess[str]) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "Phase gather: steps done, waiting for a person to advance it" in out
-    assert "resource.expired" in out and "zone:arena" in out
-    assert "cleanup.kept" in out and "by=alice" in out
+    assert " UTC expired " in out and "zone:arena" in out
+    assert " UTC kept " in out and "by=alice" in out
     assert 'the value is now "storm"' in out
     assert "step ring failed 3 times" in out
     assert "attempted 2, reverted 2, remaining 0" in out

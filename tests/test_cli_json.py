@@ -231,7 +231,7 @@ def test_reconcile_asks_the_module_in_the_asker_s_name(cli: Cli, tmp_path: Path)
     again = parsed(fleet.Reconciled, cli("reconcile", "sandbox", "--by", "ops", "--json"))
     assert (again.asked, again.in_force, again.orphaned) == (1, 1, 0)
     log = cli("log", str(run_id)).out
-    assert "resource.orphaned" in log and "asked_by=ops" in log
+    assert "found gone early" in log and "asked by=ops" in log and "resource." not in log
     missing = cli("reconcile", "nowhere", "--by", "ops", code=exits.FAILED).out
     assert "no module named 'nowhere' is loaded" in missing
     refused = cli("reconcile", "sandbox", "--by", " ", code=exits.USAGE)
@@ -247,7 +247,7 @@ def test_a_narrow_terminal_lists_runs_and_runners_without_folding_an_id(
     listed = cli("runs").out.splitlines()
     assert listed[0] == f"{run_id}  " + listed[0].split("  ")[1]
     assert listed[1].strip() == "a run with a rather long name to fit"
-    assert "completed · cleanup complete · 3 entries, 0 unresolved" in listed[2]
+    assert "completed · cleanup ✓ nothing left — 2 given back" in listed[2]
     runners = cli("runners").out
     assert "w-narrow  stopped" in runners and "actions: sandbox.spawn, sandbox.zone" in runners
     assert max(len(line) for line in [*listed, *runners.splitlines()]) <= 80
@@ -266,10 +266,11 @@ def test_exit_codes_say_success_failure_usage_and_cleanup_incomplete(
     cli("log", str(broken), code=exits.CLEANUP_INCOMPLETE)
     cli("sandbox", "fault", "sandbox.spawn", "terminal")  # still down when asked again
     said = cli("cleanup", str(broken), "--by", "ops", code=exits.CLEANUP_INCOMPLETE).out
-    assert f"cleanup of {broken}: attempted 2, reverted 0" in said and "cleanup incomplete" in said
+    assert f"cleanup of {broken}: attempted 2, reverted 0" in said
+    assert "cleanup ⚠ needs a person" in said
     cli("sandbox", "fault", "sandbox.spawn", "terminal", "false")
     mended = cli("cleanup", str(broken), "--by", "ops").out
-    assert "reverted 2" in mended and "cleanup complete" in mended
+    assert "reverted 2" in mended and "cleanup ✓ nothing left" in mended
     cli("log", str(broken))
     for usage in (["cleanup", str(broken)], ["cleanup", str(broken), "--by", "x", "--plan"]):
         cli(*usage, code=exits.USAGE)

@@ -66,12 +66,17 @@ def sides_of(html: str, version: int) -> dict[str, str]:
     """The three values a frame shows side by side, as the page's text says them."""
     frame = body_of(html).split(f'data-version="{version}"', 1)[1].split("</li>", 1)[0]
     block = frame.split('class="side-by-side"', 1)[1]
-    found = re.findall(r'data-side="(\w+)">.*?<pre>(.*?)</pre>', block, re.S)
-    return {side: unescape(value) for side, value in found}
+    found = re.findall(
+        r'data-side="(\w+)">.*?(?:<pre>(.*?)</pre>|<p class="value" data-value>(.*?)</p>)',
+        block,
+        re.S,
+    )
+    return {side: unescape(pre or plain) for side, pre, plain in found}
 
 
 def changes_of(html: str, version: int) -> dict[str, tuple[str, str]]:
-    """What a frame's table says changed: each field's value before and after, as JSON."""
+    """What a frame's table says changed: each field's value before and after, in words (a
+    mapping or a list as JSON)."""
     frame = body_of(html).split(f'data-version="{version}"', 1)[1].split("</li>", 1)[0]
     found = re.findall(
         r'<tr data-field="(\w+)">.*?<td data-label="Before">(.*?)</td>\s*'
@@ -83,7 +88,7 @@ def changes_of(html: str, version: int) -> dict[str, tuple[str, str]]:
 
 
 def _pre(cell: str) -> str:
-    return unescape(re.sub(r"</?pre>", "", cell))
+    return unescape(re.sub(r"</?pre>", "", cell)).strip()
 
 
 # --- the entry page ----------------------------------------------------------------------------
@@ -103,7 +108,8 @@ def test_an_entry_page_says_what_it_is_where_it_stands_and_each_version_with_who
     assert f"Entry crate:{crate['ref']}" in shown
     assert f"Kind crate Ref {crate['ref']} Module / action shard / shard.spawn" in shown
     assert f'<a href="/runs/{run}">harvest</a>' in page.text
-    assert 'data-fact="state"><span class="badge tone-bad" data-status="failing">' in page.text
+    assert 'data-fact="state"><span class="badge tone-bad"' in page.text
+    assert 'data-status="failing"><span aria-hidden="true">⚠</span> failing' in page.text
     assert "Attempts 1 Last error the shard is down" in shown
     assert f"Next attempt {when(datetime.fromisoformat(crate['next_attempt_at']))}" in shown
     assert "Kept by no one" in shown
@@ -113,11 +119,11 @@ def test_an_entry_page_says_what_it_is_where_it_stands_and_each_version_with_who
         "RevertClaimed",
         "RevertFailed",
     ]
-    assert "Version 2: claimed, to give back RevertClaimed 2026-12-02 12:00:00 UTC · by w1" in shown
-    assert "Version 3: giving back failed RevertFailed 2026-12-02 12:00:00 UTC · by w1" in shown
-    assert changes_of(page.text, 3)["last_error"] == ("null", '"the shard is down"')
+    assert "Version 2: taken to be given back 2026-12-02 12:00:00 UTC · by w1" in shown
+    assert "Version 3: giving it back failed 2026-12-02 12:00:00 UTC · by w1" in shown
+    assert changes_of(page.text, 3)["last_error"] == ("—", "the shard is down")
     assert changes_of(page.text, 2)["attempts"] == ("0", "1")
-    assert changes_of(page.text, 1)["state"] == ("—", '"live"')  # nothing came before it
+    assert changes_of(page.text, 1)["state"] == ("—", "in use")  # nothing came before it
     assert "side-by-side" not in page.text  # neither a lease nor a drift
 
 
@@ -129,20 +135,15 @@ def test_a_drifted_lease_shows_baseline_applied_and_current_side_by_side(
     page = console.get(f"/entries/{lease}")
     assert page.status_code == 200, page.text
     assert re.findall(r'data-event="(\w+)"', page.text) == ["Recorded", "RevertClaimed", "Drifted"]
-    assert sides_of(page.text, 1) == {
-        "baseline": '"clear"',
-        "applied": '"storm"',
-        "current": "null",
-    }
-    assert sides_of(page.text, 3) == {
-        "baseline": '"clear"',
-        "applied": '"storm"',
-        "current": '"hail"',
-    }
+    assert sides_of(page.text, 1) == {"baseline": "clear", "applied": "storm", "current": "—"}
+    assert sides_of(page.text, 3) == {"baseline": "clear", "applied": "storm", "current": "hail"}
     shown = said(page.text)
     assert "Baseline, applied and current as in the version before." in shown  # version 2
     assert "The current value is not what the run applied, so runledger left it alone" in shown
-    assert "Version 3: drifted: left alone Drifted 2026-12-02 12:01:00 UTC · by w1" in shown
+    assert (
+        "Version 3: found somebody else's value: left alone 2026-12-02 12:01:00 UTC · by w1"
+        in shown
+    )
 
 
 def test_a_kept_entry_says_who_kept_it_and_when(console: Console, api: Api, clock: Clock) -> None:
@@ -156,7 +157,7 @@ def test_a_kept_entry_says_who_kept_it_and_when(console: Console, api: Api, cloc
     shown = said(console.get(f"/entries/{crate['entry_id']}").text)
     assert "State · kept" in shown
     assert "Kept by alice" in shown
-    assert "Version 2: kept Kept 2026-12-02 12:01:30 UTC · by alice" in shown
+    assert "Version 2: kept 2026-12-02 12:01:30 UTC · by alice" in shown
 
 
 def test_an_entry_page_read_to_a_version_says_how_many_there_are(
@@ -231,8 +232,9 @@ def test_a_replay_now_shows_every_event_in_store_order_and_the_entries_grouped_w
         f"Now: {len(everything['lines'])} of {len(everything['lines'])} events had happened."
         in shown
     )
-    assert "The run was · completed; its cleanup ✓ all given back." in shown
-    assert "✓ given back 2 entries" in shown and "· superseded 1 entry" in shown
+    assert "The run was · completed; its cleanup ✓ nothing left." in shown
+    assert "✓ given back 2 entries" in shown
+    assert "· replaced 1 placeholder, not counted as entries" in shown
     assert "2026-12-02 12:02:00 UTC run completed Completed alice" in shown
     assert 'type="datetime-local" step="1" name="as_of"' in page.text
     assert '<label for="as-of">Time (UTC)' in page.text
@@ -251,7 +253,7 @@ def test_a_replay_as_of_a_middle_time_shows_fewer_events_and_the_states_then(
     shown = said(page.text)
     assert f"As of 2026-12-02 12:01:30 UTC: {len(then)} of {len(now)} events had happened." in shown
     assert "The run was … running" in shown
-    assert "… live 2 entries" in shown and "given back" not in shown
+    assert "… in use 2 entries" in shown and "given back" not in shown
     assert 'value="2026-12-02T12:01:30"' in page.text  # the picker keeps the time asked for
 
 
@@ -363,4 +365,4 @@ def test_markup_in_kinds_refs_errors_and_drift_values_is_shown_as_text(
     current = sides_of(pages["lease"], 3)["current"]
     assert '"html": "\\"><img src=x onerror=alert(1)>"' in current
     assert len(current) < 5_000 and "more characters)" in current
-    assert sides_of(pages["lease"], 3)["applied"] == f'"{HOSTILE[0]}"'
+    assert sides_of(pages["lease"], 3)["applied"] == HOSTILE[0]

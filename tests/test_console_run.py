@@ -102,11 +102,13 @@ def test_a_run_waiting_to_advance_says_so_in_the_w2_sentences_with_its_live_entr
     )
     assert "Phase p2: not started (after p1)" in said
     assert 'data-status="running"><span aria-hidden="true">…</span> running' in page
-    assert "2 of 3 entries left to give back" in said
+    assert 'data-status="pending"><span aria-hidden="true">…</span> in use' in page
+    assert "in use — 2 entries in use by the run" in said and "of 3" not in said
     groups = groups_of(page)
     assert list(groups) == ["live", "superseded"]
     assert groups["live"].count("<tr data-entry=") == 2 and " open>" in groups["live"]
-    assert "run.started" in said and "step.succeeded" in said
+    assert "run started" in said and "step done" in said and "run.started" not in said
+    assert 'title="run.started" data-kind="run.started"' in page
     assert buttons(page) == ["Advance", "Cancel with cleanup", "Cancel without cleanup", "Abort"]
     assert f'href="/runs/{run}/replay"' in page
 
@@ -146,7 +148,7 @@ def test_retry_cleanup_confirms_what_it_will_ask_then_gives_everything_back(
         "back, in the name alice." in said
     )
     outcome = outcome_after(console, answer, run)
-    assert outcome == "Cleanup retried by alice: 2 given back, 0 failing, cleanup complete."
+    assert outcome == "Cleanup retried by alice: 2 given back, 0 failing; cleanup: nothing left."
     assert api.run(run)["run"]["cleanup_status"] == "complete"
     page = console.get(f"/runs/{run}").text
     assert "data-outcome" not in page  # an outcome is shown once
@@ -403,7 +405,7 @@ def test_the_log_shows_its_last_lines_and_pages_back_without_javascript(
     first = console.get(f"/runs/{run}/log?before={positions[1]}").text
     assert re.findall(r'<tr data-position="(\d+)">', first) == [str(positions[0])]
     assert "Earlier lines" not in first
-    assert "<code>run.started</code>" in first and "name</span>=festival" in first
+    assert 'data-kind="run.started"' in first and "name</span>: festival" in first
 
 
 def test_names_kinds_refs_errors_and_reasons_that_are_markup_are_shown_as_text(

@@ -412,8 +412,8 @@ def test_the_replay_command_prints_the_audit_trail_and_as_of_json(
     env = {"RUNLEDGER_DATABASE_URL": store_url}
     shown = run_cli("replay", str(festival.run), cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "RevertFailed" in shown.stdout and f"terminal: {CURSED}" in shown.stdout
-    assert shown.stdout.strip().splitlines()[-1] == "run completed; cleanup status complete"
+    assert "giving it back failed" in shown.stdout and f"terminal: {CURSED}" in shown.stdout
+    assert shown.stdout.strip().splitlines()[-1] == "run completed; cleanup ✓ nothing left"
     then = run_cli(
         "replay",
         str(festival.run),

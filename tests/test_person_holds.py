@@ -347,7 +347,7 @@ def test_the_confirmation_counts_what_is_asked_apart_from_what_is_left(
         assert done.status_code == 303
         outcome = text_of(console.get(f"/runs/{a}").text)
         assert (
-            "Cleanup retried by alice: 0 given back, 0 failing, 1 drifted, cleanup incomplete "
+            "Cleanup retried by alice: 0 given back, 0 failing, 1 drifted; cleanup: needs a person "
             f"(2 entries left). Left alone: {said('north', b, '2026-12-02 13:00:00')}."
         ) in outcome
     assert sky.values == {"north": "fog", "east": "sleet"}

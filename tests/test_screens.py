@@ -144,7 +144,7 @@ def test_runs_and_log_show_hostile_names_refs_and_errors_as_typed(
     for run in hostile.runs.values():
         incomplete = 3 if run == hostile.runs["close"] else 0
         out = shown(run_cli("log", str(run), cwd=tmp_path, env=hostile.env), incomplete)
-        assert str(run) in out and "run.started" in out
+        assert str(run) in out and " UTC run started " in out
     closed = shown(run_cli("log", str(hostile.runs["close"]), cwd=tmp_path, env=hostile.env), 3)
     assert f"{KIND}:[/]\\x1b[2J{SCRIPT}" in closed  # the "left:" line names the entry as typed
     assert f"{CLOSE} {ALERT} \\x1b[31mred{SCRIPT}" in closed
@@ -158,7 +158,7 @@ def test_replay_shows_hostile_values_as_typed_and_its_json_stays_json(
     run = str(hostile.runs["close"])
     out = shown(run_cli("replay", run, cwd=tmp_path, env=hostile.env))
     assert CLOSE in out and f"terminal: {CLOSE} {ALERT}" in out
-    assert out.strip().splitlines()[-1] == "run completed; cleanup status incomplete"
+    assert out.strip().splitlines()[-1] == "run completed; cleanup ⚠ needs a person"
     as_of = shown(
         run_cli("replay", run, "--as-of", "2030-01-01T00:00:00", cwd=tmp_path, env=hostile.env)
     )
@@ -221,11 +221,11 @@ def test_log_shows_the_last_200_lines_by_default_and_says_how_many_it_left_out(
     assert total > 205
     env = {"RUNLEDGER_DATABASE_URL": store_url}
     out = shown(run_cli("log", str(run), cwd=tmp_path, env=env))
-    assert out.count("step.succeeded") + out.count("run.") == 200
+    assert out.count(" UTC step done ") + out.count(" UTC run ") == 200
     assert f"… {total - 200:,} earlier lines; use --limit or --since" in out
-    assert "run.completed" in out and "run.started" not in out
+    assert " UTC run completed" in out and " UTC run started" not in out
     three = shown(run_cli("log", str(run), "--limit", "3", cwd=tmp_path, env=env))
-    assert three.count("step.succeeded") + three.count("run.completed") == 3
+    assert three.count(" UTC step done ") + three.count(" UTC run completed") == 3
     assert f"… {total - 3:,} earlier lines" in three
     for bad in ("0", "-5"):
         refused = run_cli("log", str(run), "--limit", bad, cwd=tmp_path, env=env)
@@ -240,12 +240,12 @@ def test_log_since_shows_what_happened_since_then_and_refuses_a_bad_time(
     tick(rl)
     env = {"RUNLEDGER_DATABASE_URL": store_url}
     out = shown(run_cli("log", str(run), "--since", "2026-12-02T12:00:30", cwd=tmp_path, env=env))
-    assert "step.succeeded" in out and "run.started" not in out
+    assert " UTC step done " in out and " UTC run started " not in out
     assert "… 1 earlier line; use --limit or --since" in out
     everything = shown(
         run_cli("log", str(run), "--since", "2026-12-02T12:00:00+00:00", cwd=tmp_path, env=env)
     )
-    assert "run.started" in everything and "earlier line" not in everything
+    assert " UTC run started " in everything and "earlier line" not in everything
     for bad in ("yesterday", "2026-13-45"):
         done = run_cli("log", str(run), "--since", bad, cwd=tmp_path, env=env)
         assert done.returncode == 2, done.stdout + done.stderr

@@ -16,7 +16,7 @@ from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits, where
 from runledger.application.cli.answers import print_json
-from runledger.application.cli.console import STATUS_STYLE, cleanup_words, console
+from runledger.application.cli.console import cleanup_text, cleanup_words, console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson, person_checked
@@ -133,7 +133,7 @@ def _plan_lines(found: Plan) -> list[Text]:
                 "\n",
                 (safe_text(run.name), "bold"),
                 f" {run.run_id} — {safe_text(run.status)}, cleanup ",
-                (run.cleanup_status, STATUS_STYLE.get(run.cleanup_status, "")),
+                cleanup_text(run.status, run.cleanup_status),
             )
         )
         for entry in run.entries:

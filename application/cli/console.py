@@ -7,17 +7,19 @@ Every value from a module, an author or an operator goes through ``safe_text`` a
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 from uuid import UUID
 
 from rich.console import Console
 from rich.text import Text
 
+from runledger.application import words
 from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.application.bootstrap import Runledger
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.tables import Table
 from runledger.application.errors import BadRequest
+from runledger.domain.status import CleanupStatus
 from runledger.projections.queries import EntryRow, RunRow
 
 console = Console(highlight=False, markup=False, emoji=False)
@@ -27,24 +29,13 @@ codes: styles come from rich.text.Text only."""
 LOG_LINES = 200
 """How many of a run's last log lines (and unresolved entries) a screen shows unless asked."""
 
+TONE_STYLE = {"good": "green", "bad": "red", "busy": "yellow", "quiet": "dim"}
+"""How each tone of the words (application/words.py) is coloured here; the words say it."""
 STATUS_STYLE = {
-    "complete": "green",
-    "pending": "yellow",
-    "incomplete": "red",
-    "not_required": "dim",
+    status: TONE_STYLE[words.cleanup_word("ended", status).tone]
+    for status in get_args(CleanupStatus)
 }
-LINE_STYLE = {
-    "cleanup.reverted": "green",
-    "resource.expired": "green",
-    "cleanup.failed": "red",
-    "cleanup.drifted": "dark_orange",
-    "resource.orphaned": "dark_orange",
-    "cleanup.kept": "bright_black",
-    "cleanup.swept": "cyan",
-    "cleanup.retry": "magenta",
-    "step.failed": "red",
-    "step.succeeded": "blue",
-}
+"""A cleanup status's colour in a terminal, as the vocabulary's tone for it says."""
 
 
 def show_runs(
@@ -61,8 +52,8 @@ def show_runs(
     for row in rows:
         table.add_row(
             Text(safe_text(row.name)),
-            Text(safe_text(row.status)),
-            _cleanup(row),
+            Text(safe_text(words.word(words.RUN, row.status).said)),
+            cleanup_text(row.status, row.cleanup_status),
             str(row.entries),
             str(row.unresolved),
         )
@@ -86,8 +77,9 @@ def show_run(
             (safe_text(run.name), "bold"),
             " ",
             (str(run.run_id), "dim"),
-            f" — {safe_text(run.status)}, cleanup ",
-            _cleanup(run),
+            f" — {safe_text(words.word(words.RUN, run.status).said)}, cleanup ",
+            cleanup_text(run.status, run.cleanup_status),
+            _detail(run),
         )
     )
     try:
@@ -119,10 +111,11 @@ def _show_log(
             Text(f"  … {earlier:,} earlier line{plural}; use --limit or --since", style="dim")
         )
     for line in lines:
+        kind = words.log_kind(line.kind)
         console.print(
             Text.assemble(
-                f"  {line.at:%H:%M:%S} ",
-                (f"{safe_text(line.kind):<18}", LINE_STYLE.get(line.kind, "white")),
+                f"  {words.when(line.at)} ",
+                (f"{kind.said:<18}", TONE_STYLE[kind.tone]),
                 f" {describe(line.detail)}",
             )
         )
@@ -146,35 +139,47 @@ def _left(entry: EntryRow) -> str:
     why = entry.last_error or "not yet tried"
     if entry.terminal or entry.status == "drifted":
         why = f"not retried: {why}"
-    later = f"; next attempt at {entry.next_attempt:%H:%M:%S} UTC" if entry.next_attempt else ""
+    later = f"; next attempt at {words.when(entry.next_attempt)}" if entry.next_attempt else ""
+    state = words.state_word(entry.status, running=False).said
     return (
-        f"{safe_text(entry.name)} {safe_text(entry.status)}, "
+        f"{safe_text(entry.name)} {safe_text(state)}, "
         f"{entry.attempts} attempt{plural} — {safe_text(why)}{later}"
     )
 
 
-def _cleanup(run: RunRow) -> Text:
-    return Text(safe_text(run.cleanup_status), style=STATUS_STYLE.get(run.cleanup_status, ""))
+def cleanup_text(run_status: str, cleanup_status: str) -> Text:
+    """A run's cleanup in its words and sign, coloured by its tone."""
+    said = words.cleanup_word(run_status, cleanup_status)
+    return Text(said.signed, style=TONE_STYLE[said.tone])
+
+
+def _detail(run: RunRow) -> str:
+    detail = words.cleanup_detail(
+        run.status, run.cleanup_status, run.entries, run.unresolved, run.states
+    )
+    return f" — {detail}" if detail else ""
 
 
 def describe(detail: dict[str, Any]) -> str:
-    """A log line's detail as ``key=value`` pairs, every value made safe to show."""
+    """A log line's detail as ``key=value`` pairs in words, every value made safe to show."""
     parts = []
     for key, value in detail.items():
         if isinstance(value, list):
-            value = ", ".join(safe_text(v) for v in value)
-        parts.append(f"{safe_text(key)}={safe_text(value)}")
+            shown = ", ".join(safe_text(v) for v in value)
+        else:
+            shown = safe_text(words.value_said(value))
+        parts.append(f"{safe_text(words.detail_key(key))}={shown}")
     return "  ".join(parts)
 
 
-def cleanup_words(summary: CleanupSummary) -> tuple[str | tuple[str, str], ...]:
+def cleanup_words(summary: CleanupSummary) -> tuple[str | Text, ...]:
     """A cleanup summary in words, for Text.assemble: what was attempted, what came of it, and
-    where the run's cleanup stands."""
+    where the run's cleanup stands (a run asked again has ended)."""
     return (
         f"attempted {summary.attempted}, reverted {summary.reverted}, drifted "
         f"{summary.drifted}, failed {summary.failed}; {summary.remaining} remaining "
         f"(by {safe_text(summary.by)}); cleanup ",
-        (summary.cleanup_status, STATUS_STYLE.get(summary.cleanup_status, "")),
+        cleanup_text("ended", summary.cleanup_status),
     )
 
 

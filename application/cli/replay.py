@@ -8,27 +8,19 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
+from runledger.application import words
 from runledger.application.api import reading
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
-from runledger.application.cli.console import console
+from runledger.application.cli.console import TONE_STYLE, cleanup_text, console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, moment
 from runledger.application.cli.tables import Table
 from runledger.application.services.history import Replay
 
-STATE_STYLE = {
-    "reverted": "green",
-    "expired": "green",
-    "superseded": "green",
-    "failing": "red",
-    "drifted": "dark_orange",
-    "orphaned": "dark_orange",
-    "kept": "bright_black",
-    "live": "white",
-    "placeholder": "cyan",
-}
+STATE_STYLE = {state: TONE_STYLE[said.tone] for state, said in words.STATE.items()}
+"""An entry state's colour, as the vocabulary's tone for it says."""
 
 
 def replay(
@@ -54,14 +46,17 @@ def _show_replay(run_id: UUID, found: Replay) -> None:
             console.print(
                 Text.assemble(
                     f"  {safe_text(state.name)}: ",
-                    _styled(state.state, STATE_STYLE.get(state.state, "white")),
+                    _styled(
+                        words.state_word(state.state, found.run_status == "running").said,
+                        STATE_STYLE.get(state.state, "white"),
+                    ),
                     f", {state.attempts} attempts",
                 )
             )
     console.print(
         Text.assemble(
-            f"run {safe_text(found.run_status)}; cleanup status ",
-            _styled(found.cleanup_status, "bold"),
+            f"run {safe_text(words.word(words.RUN, found.run_status).said)}; cleanup ",
+            cleanup_text(found.run_status, found.cleanup_status),
         )
     )
 
@@ -74,7 +69,7 @@ def _lines(run_id: UUID, found: Replay) -> Table:
             str(line.position),
             f"{line.at:%Y-%m-%d %H:%M:%S}",
             safe_text(line.subject),
-            safe_text(line.event),
+            safe_text(words.event_said(line.event)),
             safe_text(line.actor or ""),
             _styled(line.outcome, STATE_STYLE.get(line.outcome, "white")),
         )

@@ -9,30 +9,34 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
+from runledger.application import words
 from runledger.application.api import reading
 from runledger.application.api.schemas import runs as schemas
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import RunLog, print_json
-from runledger.application.cli.console import LOG_LINES, STATUS_STYLE, console, show_runs
+from runledger.application.cli.console import LOG_LINES, cleanup_text, console, show_runs
 from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson, moment, typed, within
 from runledger.application.cli.tables import Table
 from runledger.application.errors import BadQuery
+from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
-from runledger.domain.status import CleanupStatus
+from runledger.domain.status import CleanupFilter
 from runledger.projections.pages import RunFilter
 
 MAX_LOG_LINES = 10_000
 WIDE = 110
 """Columns below which runs are listed three lines a run, not as a table that folds every id."""
+CLEANUP_HELP = f"{CLEANUP_STATUS_MEANS}; {UNDER_WAY_MEANS}"
 
 
 def runs(
     status: Annotated[RunStatus | None, typer.Option(help="only runs in this state")] = None,
     cleanup_status: Annotated[
-        CleanupStatus | None, typer.Option(help="only runs whose cleanup is this")
+        CleanupFilter | None,
+        typer.Option(help=f"only runs whose cleanup is this. {CLEANUP_HELP}"),
     ] = None,
     name: Annotated[str | None, typer.Option(help="only runs whose name contains this")] = None,
     limit: Annotated[int, typer.Option(help=f"how many runs, at most {reading.MAX_PAGE:,}")] = 20,
@@ -77,9 +81,12 @@ def _lines(run: schemas.RunSummary) -> Text:
     """A run in three lines: its id and start, its name, then where it stands."""
     said = Text(str(run.run_id), style="bold")
     said.append(f"  {run.started_at:%Y-%m-%d %H:%M:%S}\n  {safe_text(run.name)}")
-    said.append(f"\n  {safe_text(run.status)} · cleanup ")
-    said.append(run.cleanup_status, style=STATUS_STYLE.get(run.cleanup_status, ""))
-    said.append(f" · {run.entries} entries, {run.unresolved} unresolved")
+    said.append(f"\n  {safe_text(words.word(words.RUN, run.status).said)} · cleanup ")
+    said.append_text(cleanup_text(run.status, run.cleanup_status))
+    detail = words.cleanup_detail(
+        run.status, run.cleanup_status, run.entries, run.unresolved, run.states
+    )
+    said.append(f" — {detail}" if detail else "")
     return said
 
 
@@ -91,8 +98,8 @@ def _listing(items: list[schemas.RunSummary]) -> Table:
     for run in items:
         table.add_row(
             Text(safe_text(run.name)),
-            Text(safe_text(run.status)),
-            Text(run.cleanup_status, style=STATUS_STYLE.get(run.cleanup_status, "")),
+            Text(safe_text(words.word(words.RUN, run.status).said)),
+            cleanup_text(run.status, run.cleanup_status),
             str(run.entries),
             str(run.unresolved),
             f"{run.started_at:%Y-%m-%d %H:%M:%S}",

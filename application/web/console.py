@@ -17,10 +17,13 @@ from runledger.application.bootstrap import Runledger
 from runledger.application.web.forms import Utf8Forms
 from runledger.application.web.render import HERE, page
 from runledger.application.web.routes import (
+    bulk,
     decisions,
     definitions,
     entries,
+    favicon,
     fleet,
+    new_definition,
     replay,
     run,
     runs,
@@ -38,7 +41,10 @@ ROUTERS = [
     decisions.router,
     replay.router,
     fleet.router,
+    bulk.router,
+    new_definition.router,
     definitions.router,
+    favicon.router,
 ]
 """The console's pages; each module of routes/ adds its router here."""
 

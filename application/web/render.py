@@ -11,6 +11,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from runledger import __version__
+from runledger.application import words as vocabulary
 from runledger.application.cli.display import json_text
 from runledger.application.errors import BadQuery
 from runledger.application.services.tokens import Actor
@@ -46,13 +47,23 @@ env = templates.env
 env.autoescape = True  # every string from a module, an author or an operator is escaped
 # ... and first made visible: control characters, bidi overrides and megabytes shown, not obeyed.
 env.finalize = lambda value: safe_text(value) if type(value) is str else value
-env.filters.update(when=words.when, iso=words.iso, short=words.short, json=_json)
+env.filters.update(
+    when=words.when, iso=words.iso, short=words.short, json=_json, said=vocabulary.value_said
+)
 env.globals.update(
-    CLEANUP=words.CLEANUP,
-    RUN=words.RUN,
-    STATE=words.STATE,
-    MARK=words.MARK,
-    words=words.words,
+    CLEANUP=vocabulary.CLEANUP,
+    FILTER=vocabulary.FILTER,
+    RUN=vocabulary.RUN,
+    STATE=vocabulary.STATE,
+    word=vocabulary.word,
+    cleanup_word=vocabulary.cleanup_word,
+    cleanup_detail=vocabulary.cleanup_detail,
+    state_word=vocabulary.state_word,
+    log_kind=vocabulary.log_kind,
+    event_said=vocabulary.event_said,
+    field_said=vocabulary.field_said,
+    error_said=vocabulary.error_said,
+    entries_counted=vocabulary.entries,
     version=__version__,
 )
 

@@ -1,52 +1,13 @@
-"""What the console calls each status and state, in words a person reads (never colour alone)."""
+"""The console's helpers around the vocabulary (application/words.py, where every status and
+state has its words): moments, short ids, and the order a run's page lists its groups in."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from runledger.domain.text import safe_text
+from runledger.application.words import STATE, when
 
-CLEANUP = {
-    "not_required": ("nothing to give back", "quiet"),
-    "pending": ("giving back", "busy"),
-    "complete": ("all given back", "good"),
-    "incomplete": ("needs a person", "bad"),
-}
-"""Cleanup status → (words, tone). The tone picks a colour; the words carry the meaning."""
-
-RUN = {
-    "running": ("running", "busy"),
-    "completed": ("completed", "quiet"),
-    "cancelled": ("cancelled", "quiet"),
-    "aborted": ("aborted", "bad"),
-}
-
-STATE = {
-    "placeholder": ("in flight", "busy"),
-    "live": ("live", "busy"),
-    "failing": ("failing", "bad"),
-    "drifted": ("drifted", "bad"),
-    "orphaned": ("orphaned", "bad"),
-    "reverted": ("given back", "good"),
-    "expired": ("expired", "good"),
-    "kept": ("kept", "quiet"),
-    "superseded": ("superseded", "quiet"),
-}
-"""Entry state → (words, tone), in the order the run page lists its groups."""
-
-MARK = {"good": "✓", "bad": "⚠", "busy": "…", "quiet": "·"}
-"""A sign beside the words, so a tone is never told by colour alone."""
-
-
-def words(table: dict[str, tuple[str, str]], key: str) -> tuple[str, str]:
-    return table.get(key, (safe_text(key, 80), "quiet"))
-
-
-def when(value: datetime | None) -> str:
-    """A moment as people on the console read it: UTC, to the second."""
-    if value is None:
-        return "—"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+__all__ = ["iso", "short", "state_order", "when"]
 
 
 def iso(value: datetime | None) -> str:

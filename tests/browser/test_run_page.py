@@ -59,11 +59,11 @@ def test_retry_cleanup_gives_everything_back_in_place(
     browsing.shot(page, "run-confirm")
     page.get_by_role("button", name="Yes, retry cleanup").click()
     expect(page.locator("#confirm [data-outcome]")).to_have_text(
-        "Cleanup retried by alice: 2 given back, 0 failing, cleanup complete."
+        "Cleanup retried by alice: 2 given back, 0 failing; cleanup: nothing left."
     )
     expect(page.locator("details[data-state='reverted'] tbody tr")).to_have_count(2)
     expect(page.locator("details[data-state='failing']")).to_have_count(0)
-    expect(page.locator("#live [data-status='complete']")).to_have_text("✓ all given back")
+    expect(page.locator("#live [data-status='complete']")).to_have_text("✓ nothing left")
     expect(page.get_by_role("button", name="Retry cleanup")).to_have_count(0)
     assert still_marked(page)
     browsing.shot(page, "run-after-retry")
@@ -89,7 +89,7 @@ def test_retry_cleanup_says_first_which_lease_it_leaves_because_another_live_run
     browsing.shot(page, "run-confirm-held")
     page.get_by_role("button", name="Yes, retry cleanup").click()
     expect(page.locator("#confirm [data-outcome]")).to_have_text(
-        "Cleanup retried by alice: 0 given back, 0 failing, 1 drifted, cleanup incomplete "
+        "Cleanup retried by alice: 0 given back, 0 failing, 1 drifted; cleanup: needs a person "
         f"(2 entries left). Left alone: {held}."
     )
     assert sky.values == {"north": "fog", "east": "sleet"}

@@ -15,8 +15,9 @@ from runledger.application.api.schemas import history, runs
 from runledger.application.api.schemas.common import MAX_INT, StoredText
 from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 from runledger.application.api.schemas.specs import Spec
+from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
-from runledger.domain.status import CleanupStatus
+from runledger.domain.status import CleanupFilter
 from runledger.projections.pages import RunFilter
 
 router = APIRouter(
@@ -29,7 +30,9 @@ def list_runs(
     rl: Rl,
     _: Viewer,
     status: RunStatus | None = None,
-    cleanup_status: CleanupStatus | None = None,
+    cleanup_status: Annotated[
+        CleanupFilter | None, Query(description=f"{CLEANUP_STATUS_MEANS}; {UNDER_WAY_MEANS}")
+    ] = None,
     name: Annotated[StoredText | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=reading.MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,

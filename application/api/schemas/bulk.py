@@ -6,6 +6,7 @@ from pydantic import AwareDatetime, Field
 
 from runledger.application.api.schemas.common import Answer, Ask, StoredText
 from runledger.application.api.schemas.runs import CleanupSummary, Held
+from runledger.application.words import CLEANUP_STATUS_MEANS, STATE, described
 from runledger.domain.status import CleanupStatus
 
 
@@ -15,7 +16,7 @@ class Selector(Ask):
     module: StoredText | None = Field(None, max_length=200)
     action: StoredText | None = Field(None, max_length=400)
     run_status: str | None = Field(None, pattern="^(completed|cancelled|aborted)$")
-    cleanup_status: CleanupStatus | None = None
+    cleanup_status: CleanupStatus | None = Field(None, description=CLEANUP_STATUS_MEANS)
     ended_after: AwareDatetime | None = None
     ended_before: AwareDatetime | None = None
 
@@ -25,7 +26,7 @@ class PlannedEntry(Answer):
     name: str
     module: str
     action: str | None
-    state: str
+    state: str = Field(description=described(STATE))
     attempts: int
     last_error: str | None
     ask: str = Field(description="what a retry would ask of the module")
@@ -40,7 +41,7 @@ class PlannedRun(Answer):
     run_id: UUID
     name: str
     status: str
-    cleanup_status: CleanupStatus
+    cleanup_status: CleanupStatus = Field(description=CLEANUP_STATUS_MEANS)
     entries: list[PlannedEntry]
 
 

@@ -7,6 +7,7 @@ from uuid import UUID
 from pydantic import Field
 
 from runledger.application.api.schemas.common import Answer, Ask, StoredText
+from runledger.application.words import CLEANUP_STATUS_MEANS, RUN, STATE, described
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
 
@@ -24,10 +25,19 @@ class RunOrigin(Answer):
 class RunSummary(Answer):
     run_id: UUID
     name: str
-    status: RunStatus
-    cleanup_status: CleanupStatus
-    entries: int
-    unresolved: int
+    status: RunStatus = Field(description=described(RUN))
+    cleanup_status: CleanupStatus = Field(description=CLEANUP_STATUS_MEANS)
+    entries: int = Field(
+        description="its entries; a placeholder replaced by what its step made is not one"
+    )
+    unresolved: int = Field(
+        description="its entries not given back, expired or kept: in use while it runs, left after"
+    )
+    states: dict[str, int] = Field(
+        default_factory=dict,
+        description="how many of its entries are in each state: "
+        + described(STATE, tuple(s for s in STATE if s != "superseded")),
+    )
     started_at: datetime
     ended_at: datetime | None
     ended_by: str | None
@@ -59,13 +69,18 @@ class Entry(Answer):
     module: str
     action: str | None
     step: str
-    state: str
+    state: str = Field(description=described(STATE))
     attempts: int
-    terminal: bool
-    last_error: str | None
+    terminal: bool = Field(
+        description="no more automatic attempts: its last failure said retrying cannot help"
+    )
+    last_error: str | None = Field(
+        description="the error of its last failed attempt; on an entry given back, expired or "
+        "kept it is history: an earlier attempt failed"
+    )
     next_attempt_at: datetime | None
-    claimed_by: str | None
-    claim_expires_at: datetime | None
+    claimed_by: str | None = Field(description="the worker giving it back right now")
+    claim_expires_at: datetime | None = Field(description="when that worker's turn ends")
     kept_by: str | None
     kept_reason: str | None = Field(None, description="why the person who kept it kept it")
     payload: Any
@@ -76,7 +91,7 @@ class Entry(Answer):
 
 
 class EntryGroup(Answer):
-    state: str
+    state: str = Field(description=described(STATE))
     count: int
     entries: list[Entry]
 
@@ -123,7 +138,7 @@ class CleanupSummary(Answer):
     drifted: int
     failed: int
     remaining: int
-    cleanup_status: CleanupStatus
+    cleanup_status: CleanupStatus = Field(description=CLEANUP_STATUS_MEANS)
     held: list[Held] = Field(
         default_factory=list,
         description="lease entries a person's retry did not restore: another live run holds "

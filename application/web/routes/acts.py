@@ -18,6 +18,7 @@ from runledger.application.api import reading
 from runledger.application.api.schemas.runs import RunSummary
 from runledger.application.bootstrap import Runledger
 from runledger.application.services.holds import Held
+from runledger.application.words import STATE, cleanup_word
 from runledger.domain.spec import RunSpec
 from runledger.domain.text import safe_text
 
@@ -31,12 +32,6 @@ LABELS: dict[str, str] = {
 }
 ENDING = ("advance", "cancel", "keep", "abort")
 DONE = {"advance": "advanced", "cancel": "cancelled", "keep": "cancelled", "abort": "aborted"}
-CLEANUP_SAID = {
-    "complete": "cleanup complete",
-    "incomplete": "cleanup incomplete",
-    "pending": "cleanup still pending",
-    "not_required": "nothing to give back",
-}
 
 
 def offered(run: RunSummary) -> list[str]:
@@ -220,9 +215,10 @@ def _retried(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: 
     found = reading.cleanup_summary(rl, before.run.run_id, summary)
     drifted = f", {found.drifted} drifted" if found.drifted else ""
     held = f" Left alone: {'; '.join(h.said for h in found.held)}." if found.held else ""
+    cleanup = cleanup_word("ended", found.cleanup_status).said
     return (
-        f"Cleanup retried by {by}: {found.reverted} given back, {found.failed} failing{drifted}, "
-        f"{CLEANUP_SAID.get(found.cleanup_status, found.cleanup_status)}"
+        f"Cleanup retried by {by}: {found.reverted} {STATE['reverted'].said}, {found.failed} "
+        f"{STATE['failing'].said}{drifted}; cleanup: {cleanup}"
         + (f" ({entries(found.remaining)} left)." if found.remaining else ".")
         + held
     )

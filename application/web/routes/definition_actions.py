@@ -24,8 +24,9 @@ from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page
 from runledger.application.web.routes import definition_acts as acts
 from runledger.application.web.routes.definition_acts import LABELS, Act, Outcome
-from runledger.application.web.routes.definition_view import OCCURRENCE, SHORT, found, shown
+from runledger.application.web.routes.definition_view import SHORT, found, shown
 from runledger.application.web.session import Acting, Reader, Refused
+from runledger.application.words import OCCURRENCE
 from runledger.domain.errors import DomainError
 from runledger.domain.text import safe_text
 from runledger.domain.token import a_role, may

@@ -33,13 +33,6 @@ MAX_ROWS = 100
 SHORT = 12
 """Hex digits of a fingerprint a page shows: enough to tell two drafts apart by eye."""
 
-OCCURRENCE = {
-    "scheduled": ("scheduled", "busy"),
-    "started": ("started", "good"),
-    "cancelled": ("cancelled", "quiet"),
-}
-"""Occurrence state → (words, tone), as words.py says a run's."""
-
 _STEP = re.compile(r"^phases\.(\d+)(?:\.steps\.(\d+))?(?=[.:])")
 
 Sign = Literal["+", "-", " "]

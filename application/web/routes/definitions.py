@@ -16,13 +16,9 @@ from runledger.application.web.render import choice, page
 from runledger.application.web.routes import definition_actions, draft
 from runledger.application.web.routes.definition_actions import shown_page
 from runledger.application.web.routes.definition_acts import LABELS, outcome_of
-from runledger.application.web.routes.definition_view import (
-    OCCURRENCE,
-    SHORT,
-    found,
-    next_occurrences,
-)
+from runledger.application.web.routes.definition_view import SHORT, found, next_occurrences
 from runledger.application.web.session import Reader
+from runledger.application.words import OCCURRENCE
 from runledger.domain.occurrence import OccurrenceState
 
 router = APIRouter(include_in_schema=False)

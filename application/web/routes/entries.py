@@ -1,9 +1,9 @@
-"""An entry's page: what it is and where it stands, then its history version by version."""
+"""An entry's page: what it is and where it stands, then its history version by version, in
+words; the stored names and values stay one toggle away (and in the API's JSON)."""
 
 from __future__ import annotations
 
-import re
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request
@@ -14,33 +14,23 @@ from runledger.application.api.deps import Rl
 from runledger.application.api.schemas.common import MAX_INT
 from runledger.application.web.render import page
 from runledger.application.web.session import Reader
+from runledger.application.words import field_value
+from runledger.domain.fate import UNRESOLVED
 
 router = APIRouter(include_in_schema=False)
-
-EVENT = {
-    "Recorded": "recorded",
-    "Superseded": "superseded by what its step made",
-    "RevertClaimed": "claimed, to give back",
-    "Reverted": "given back",
-    "RevertFailed": "giving back failed",
-    "Drifted": "drifted: left alone",
-    "Orphaned": "orphaned",
-    "Expired": "expired",
-    "AttemptsReset": "attempts reset, to try again",
-    "Kept": "kept",
-}
-"""What each of an entry's events means, in words; the event's own name is shown beside."""
 
 SIDES = (
     ("baseline", "Baseline", "what was there before the run"),
     ("applied", "Applied", "what the run put there"),
     ("current", "Current", "what the module found there when giving it back"),
 )
+STORED = ("state", "terminal", "claimed_by", "claim_expires_at", "next_attempt_at", "last_error")
+"""The entry's own fields the toggle shows under their stored names."""
 
 
-def spoken(event: str) -> str:
-    """An event's name as words: ``RevertClaimed`` → "revert claimed"."""
-    return EVENT.get(event) or re.sub(r"(?<=[a-z])(?=[A-Z])", " ", event).lower()
+def structured(value: Any) -> bool:
+    """A value shown as indented JSON (a mapping or a list), not as words."""
+    return isinstance(value, dict | list)
 
 
 @router.get("/entries/{entry_id}", response_class=HTMLResponse)
@@ -53,13 +43,18 @@ def entry_page(
 ) -> HTMLResponse:
     entry = reading.known_entry(rl, entry_id)
     history = reading.stepping(rl.history.step(entry_id, upto))
+    run = reading.known_run(rl, entry.run_id)
     return page(
         request,
         "entry.html",
         actor,
         entry=entry,
-        run=reading.known_run(rl, entry.run_id),
+        run=run,
+        running=run.status == "running",
+        unresolved=entry.state in UNRESOLVED,
         history=history,
         sides=SIDES,
-        spoken=spoken,
+        stored={name: getattr(entry, name) for name in STORED},
+        field_value=field_value,
+        structured=structured,
     )

@@ -9,21 +9,9 @@ from runledger.application.api import reading
 from runledger.application.api.deps import Rl
 from runledger.application.web.render import page
 from runledger.application.web.session import Reader
+from runledger.application.words import MODULE, RUNNER
 
 router = APIRouter(include_in_schema=False)
-
-MODULE = {
-    "loaded": ("loaded", "good"),
-    "startup_failed": ("failed to start", "bad"),
-}
-"""Module status → (words, tone), as words.py says a run's."""
-
-RUNNER = {
-    "live": ("live", "good"),
-    "gone": ("gone: no heartbeat", "bad"),
-    "stopped": ("stopped", "quiet"),
-}
-"""Runner state → (words, tone), in the order the page lists them."""
 
 
 @router.get("/modules", response_class=HTMLResponse)

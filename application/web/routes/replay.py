@@ -18,7 +18,6 @@ from runledger.application.api.schemas import history
 from runledger.application.errors import BadQuery
 from runledger.application.web import words
 from runledger.application.web.render import choice, page
-from runledger.application.web.routes.entries import spoken
 from runledger.application.web.session import Reader
 from runledger.domain.text import safe_text
 
@@ -64,7 +63,6 @@ def replay_page(
         times=times,
         position=max(bisect_right(times, chosen) - 1, 0) if chosen is not None else len(times) - 1,
         groups=_groups(then.entries if then else []),
-        spoken=spoken,
     )
 
 

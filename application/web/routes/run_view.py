@@ -4,16 +4,17 @@ and a fingerprint of them."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from typing import Any
 from uuid import UUID
 
 from runledger.application.api import reading
 from runledger.application.api.schemas.runs import LogLine
 from runledger.application.bootstrap import Runledger
-from runledger.application.cli.display import json_text
 from runledger.application.services.tokens import Actor
 from runledger.application.web.routes.acts import LABELS, offered
 from runledger.application.web.words import state_order
+from runledger.application.words import detail_key, value_said
 from runledger.domain.fate import UNRESOLVED
 from runledger.domain.text import safe_text
 
@@ -31,8 +32,10 @@ def live(rl: Runledger, run_id: UUID, actor: Actor) -> dict[str, Any]:
     seen = hashlib.sha256(
         f"{actor.role}|{detail.model_dump_json()}|{log.model_dump_json()}".encode()
     ).hexdigest()[:20]
+    kept = Counter(e.kept_by for g in detail.entries for e in g.entries if e.kept_by)
     return {
         "run": detail.run,
+        "kept_by": dict(kept),
         "phases": detail.phases,
         "groups": sorted(detail.entries, key=lambda g: state_order(g.state)),
         "log": log,
@@ -46,13 +49,13 @@ def live(rl: Runledger, run_id: UUID, actor: Actor) -> dict[str, Any]:
 
 
 def pairs(line: LogLine) -> list[tuple[str, str]]:
-    """A log line's detail as (key, value) to show; lists joined, every value made safe."""
+    """A log line's detail as (key, value) in words; lists joined, every value made safe."""
     return [
         (
-            safe_text(key, 80),
-            ", ".join(safe_text(v, 300) for v in value)
+            safe_text(detail_key(key), 80),
+            ", ".join(safe_text(value_said(v), 300) for v in value)
             if isinstance(value, list)
-            else safe_text(value if isinstance(value, str) else json_text(value), 600),
+            else safe_text(value_said(value), 600),
         )
         for key, value in line.detail.items()
     ]

@@ -13,7 +13,7 @@ from runledger.application.api.schemas.common import StoredText
 from runledger.application.web.render import choice, page
 from runledger.application.web.session import Reader
 from runledger.domain.run import RunStatus
-from runledger.domain.status import CleanupStatus
+from runledger.domain.status import CleanupFilter
 from runledger.projections.pages import RunFilter
 
 router = APIRouter(include_in_schema=False)
@@ -37,7 +37,7 @@ def runs_page(
 ) -> HTMLResponse:
     where = RunFilter(
         choice("status", status, RunStatus),
-        choice("cleanup_status", cleanup_status, CleanupStatus),
+        choice("cleanup_status", cleanup_status, CleanupFilter),
         name or None,
     )
     found = reading.run_page(rl, where, PAGE, cursor)

@@ -1,0 +1,145 @@
+"""The bulk cleanup page: the filters the API's plan takes, the plan they make (each run, each
+entry and what it would be asked, and the lease entries left alone because another live run
+holds their target), and applying exactly that plan behind a confirmation that carries its
+fingerprint. A plan gone stale is said so (409), with the selection as it is now beside it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from runledger.application.api import reading
+from runledger.application.api.deps import Rl, Writes
+from runledger.application.api.schemas import bulk
+from runledger.application.api.schemas.runs import CleanupSummary
+from runledger.application.bootstrap import Runledger
+from runledger.application.errors import Conflict
+from runledger.application.services.tokens import Actor
+from runledger.application.web.render import page
+from runledger.application.web.routes.bulk_form import (
+    CLEANUP_STATUSES,
+    RUN_STATUSES,
+    Filters,
+    filters,
+    foreseen,
+)
+from runledger.application.web.session import Acting, Reader
+from runledger.application.words import STATE, cleanup_word
+from runledger.domain.text import safe_text
+
+router = APIRouter(include_in_schema=False)
+PATH = "/cleanup"
+Typed = Annotated[str, Form(max_length=400)]
+Fingerprint = Annotated[str, Form(min_length=1, max_length=64)]
+
+
+@router.get(PATH, response_class=HTMLResponse)
+def cleanup_page(
+    request: Request,
+    rl: Rl,
+    actor: Reader,
+    confirm: Annotated[str, Query(max_length=64)] = "",
+) -> HTMLResponse:
+    """The filters; with ``plan`` in the query, the plan they make; with ``confirm``, what
+    applying the plan of that fingerprint will do."""
+    shown = filters(request.query_params)
+    plan = _plan(rl, shown) if "plan" in request.query_params or confirm else None
+    return _page(request, actor, shown, plan, confirm=confirm, outcome=_outcome_of(request))
+
+
+@router.post(f"{PATH}/apply", response_model=None)
+def apply_plan(
+    request: Request,
+    rl: Rl,
+    writes: Writes,
+    actor: Acting,
+    fingerprint: Fingerprint,
+    module: Typed = "",
+    action: Typed = "",
+    run_status: Typed = "",
+    cleanup_status: Typed = "",
+    ended_after: Typed = "",
+    ended_before: Typed = "",
+) -> Response:
+    typed = {
+        "module": module,
+        "action": action,
+        "run_status": run_status,
+        "cleanup_status": cleanup_status,
+        "ended_after": ended_after,
+        "ended_before": ended_before,
+    }
+    shown = filters(typed)
+    try:
+        with writes:
+            done = rl.bulk.apply(reading.where(shown.selector), fingerprint, actor.name)
+    except Conflict as error:
+        now = _plan(rl, shown)
+        return _page(request, actor, shown, now, stale=str(error), code=409)
+    summaries = [reading.cleanup_summary(rl, run_id, s) for run_id, s in done.items()]
+    request.session["bulk_outcome"] = safe_text(_applied(rl, fingerprint, actor, summaries), 2_000)
+    return RedirectResponse(f"{PATH}?{urlencode(shown.query | {'plan': '1'})}", status_code=303)
+
+
+def _plan(rl: Runledger, shown: Filters) -> bulk.Plan:
+    return reading.plan(shown.selector, rl.bulk.plan(reading.where(shown.selector)))
+
+
+def _page(
+    request: Request,
+    actor: Actor,
+    shown: Filters,
+    plan: bulk.Plan | None,
+    *,
+    confirm: str = "",
+    stale: str | None = None,
+    outcome: str | None = None,
+    code: int = 200,
+) -> HTMLResponse:
+    if confirm and plan is not None and plan.fingerprint != confirm:
+        stale = (
+            f"The plan {confirm[:12]} is stale: the selection is now {plan.fingerprint[:12]} "
+            f"({len(plan.runs)} run{'' if len(plan.runs) == 1 else 's'}). Nothing was done; "
+            "read the plan below and apply it if it is still what you want."
+        )
+    confirming = bool(confirm) and stale is None and plan is not None
+    return page(
+        request,
+        "bulk.html",
+        actor,
+        code,
+        typed=shown.typed,
+        query=shown.query,
+        plan=plan,
+        stale=None if stale is None else safe_text(stale, 2_000),
+        outcome=outcome,
+        confirming=confirming,
+        foreseen=foreseen(plan, actor.name) if confirming and plan is not None else "",
+        RUN_STATUSES=RUN_STATUSES,
+        CLEANUP_STATUSES=CLEANUP_STATUSES,
+    )
+
+
+def _applied(rl: Runledger, fingerprint: str, actor: Actor, done: list[CleanupSummary]) -> str:
+    """What came of applying the plan, one clause a run."""
+    rows = rl.queries.runs([s.run_id for s in done], rl.clock(), rl.settings.max_revert_attempts)
+    names = {row.run_id: row.name for row in rows}
+    runs = "1 run" if len(done) == 1 else f"{len(done):,} runs"
+    said = [f"Plan {fingerprint[:12]} applied by {actor.name}: {runs} asked again."]
+    for s in done:
+        cleanup = cleanup_word("ended", s.cleanup_status).said
+        said.append(
+            f"{names.get(s.run_id, str(s.run_id))}: {s.reverted} {STATE['reverted'].said}, "
+            f"{s.failed} {STATE['failing'].said}; cleanup: {cleanup}."
+        )
+        said += [f"Left alone: {h.said}." for h in s.held]
+    return " ".join(said)
+
+
+def _outcome_of(request: Request) -> str | None:
+    """What the last apply came to, shown once after its redirect."""
+    found: Any = request.session.pop("bulk_outcome", None)
+    return found if isinstance(found, str) else None
