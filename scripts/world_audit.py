@@ -83,6 +83,7 @@ def report(result: Result, before: str, after: str) -> None:
         ("faults (stall: the whole world)", _listed(faults.opened)),
         ("people's acts", _listed(tally.acts)),
         ("people's cleanup retries (their exit codes)", f"{result.retries} ({_listed(exits)})"),
+        ("  of a run whose lease target another live run held", str(tally.contested)),
         ("game master's changes under a lease", str(result.game_master.changes)),
         ("the drill's reads and writes the store said locked", str(tally.store_waits)),
         ("duration (settling)", f"{result.seconds:.0f}s ({result.settled_s:.0f}s)"),

@@ -65,6 +65,7 @@ class Tally:
     kills: int = 0
     freezes: int = 0
     acts: Counter[str] = field(default_factory=Counter)
+    contested: int = 0  # retries of a run whose lease target another live run held then
     store_waits: int = 0  # the drill's own reads or writes the store answered "locked"
 
 
@@ -222,6 +223,7 @@ class Drill:
             for run in needy
             if any(holder[ref] in running - {run} for ref in self.specs.leased(run))
         ]
+        self.tally.contested += bool(contested)
         self.people.retry(self.rng.choice(contested or needy))
 
     def _rows(self) -> list[RunRow]:
