@@ -61,7 +61,7 @@ def test_retrying_one_entry_and_keeping_the_other_lets_the_run_leave_needs_a_per
     assert set(world.things()) == {second.ref}  # given back in the world; the other not asked
     said = cli("keep", str(run), str(second.entry_id), "--reason", WHY, "--by", "bob").out
     assert f"kept 1 entry of {run} in the name bob: {WHY}" in " ".join(said.split())
-    assert "cleanup complete, 0 entries unresolved" in said
+    assert "cleanup ✓ nothing left, 0 entries unresolved" in said
     assert set(world.things()) == {second.ref}  # kept: it stays in the world
     shown = cli("log", str(run)).out
     assert f"by=bob  entry={second.name}  reason={WHY}" in shown

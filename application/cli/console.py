@@ -7,7 +7,7 @@ Every value from a module, an author or an operator goes through ``safe_text`` a
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, get_args
+from typing import Any
 from uuid import UUID
 
 from rich.console import Console
@@ -19,7 +19,6 @@ from runledger.application.bootstrap import Runledger
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.tables import Table
 from runledger.application.errors import BadRequest
-from runledger.domain.status import CleanupStatus
 from runledger.projections.queries import EntryRow, RunRow
 
 console = Console(highlight=False, markup=False, emoji=False)
@@ -31,11 +30,6 @@ LOG_LINES = 200
 
 TONE_STYLE = {"good": "green", "bad": "red", "busy": "yellow", "quiet": "dim"}
 """How each tone of the words (application/words.py) is coloured here; the words say it."""
-STATUS_STYLE = {
-    status: TONE_STYLE[words.cleanup_word("ended", status).tone]
-    for status in get_args(CleanupStatus)
-}
-"""A cleanup status's colour in a terminal, as the vocabulary's tone for it says."""
 
 
 def show_runs(

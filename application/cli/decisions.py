@@ -10,12 +10,13 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
+from runledger.application import words
 from runledger.application.api import reading_decisions
 from runledger.application.api.schemas.decisions import EntryRetried, Kept
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
-from runledger.application.cli.console import STATUS_STYLE, console, counted
+from runledger.application.cli.console import cleanup_text, console, counted
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, person_checked, reason_checked
@@ -107,7 +108,8 @@ def _retried_line(answer: EntryRetried) -> Text:
     if answer.held:
         said = "left as it is (another live run holds its target)"
     else:
-        said = f"{safe_text(answer.state)} after {counted(answer.attempts, 'attempt')}"
+        state = words.state_word(answer.state, running=False).said
+        said = f"{safe_text(state)} after {counted(answer.attempts, 'attempt')}"
         if answer.last_error and answer.state != "reverted":
             said += f": {safe_text(answer.last_error)}"
     return Text.assemble(
@@ -120,7 +122,7 @@ def _retried_line(answer: EntryRetried) -> Text:
 def _standing(status: str, remaining: int) -> Text:
     entries = "entry" if remaining == 1 else "entries"
     return Text.assemble(
-        "cleanup ", (status, STATUS_STYLE.get(status, "")), f", {remaining} {entries} unresolved"
+        "cleanup ", cleanup_text("ended", status), f", {remaining} {entries} unresolved"
     )
 
 
