@@ -39,19 +39,23 @@ def start(
                 rl, idempotency_key, terminal_person(), "/admin/events/runs", spec_body(text)
             )
         )
-        run_id = None if call is None else call.run_id
-        detail = guarded(
-            lambda: answered(
-                call,
-                lambda: reading.run_detail(rl, rl.runs.start(text, run_id=run_id)),
-                RunDetail,
-                201,
+        if call is None:
+            run_id = guarded(lambda: rl.runs.start(text))
+            detail = guarded(lambda: reading.run_detail(rl, run_id)) if as_json else None
+        else:
+            detail = guarded(
+                lambda: answered(
+                    call,
+                    lambda: reading.run_detail(rl, rl.runs.start(text, run_id=call.run_id)),
+                    RunDetail,
+                    201,
+                )
             )
-        )
-    if as_json:
+            run_id = detail.run.run_id
+    if detail is not None and as_json:
         print_json(detail)
     else:
-        console.print(str(detail.run.run_id))
+        console.print(str(run_id))
 
 
 def advance(
@@ -124,17 +128,21 @@ def abort(
         call = guarded(
             lambda: keyed_call(rl, idempotency_key, terminal_person(), path, {"reason": reason})
         )
-        detail = guarded(
-            lambda: answered(
-                call,
-                _then_detail(rl, run_id, lambda: rl.ledger.abort_run(run_id, reason)),
-                RunDetail,
+        if call is None:
+            guarded(lambda: rl.ledger.abort_run(run_id, reason))
+            detail = guarded(lambda: reading.run_detail(rl, run_id)) if as_json else None
+        else:
+            detail = guarded(
+                lambda: answered(
+                    call,
+                    _then_detail(rl, run_id, lambda: rl.ledger.abort_run(run_id, reason)),
+                    RunDetail,
+                )
             )
-        )
-        if as_json:
-            print_json(detail)
-            return
-    console.print("aborted")
+    if detail is not None and as_json:
+        print_json(detail)
+    else:
+        console.print("aborted")
 
 
 def _then_detail(rl: Runledger, run_id: UUID, act: Callable[[], object]) -> Callable[[], RunDetail]:
