@@ -341,3 +341,20 @@ def test_a_kept_entry_stored_without_a_reason_still_loads_and_reads(tmp_path: Pa
             assert (last.event, last.state["kept_reason"]) == ("Kept", None)
         replayed = old.history.replay(FESTIVAL)
         assert [x.outcome for x in replayed.lines if x.event == "Kept"] == ["kept"]
+
+
+def test_cancelling_without_cleanup_leaves_a_lease_whose_restore_is_out_to_that_call(
+    rl: Runledger, game: Game, clock: Clock
+) -> None:
+    run = rl.runs.start(spec(phase("p1", lease_step("north", "north"), advance="manual")))
+    tick(rl)
+    north = leases(rl, run)["north"]
+    # The sweep took the lease at its deadline and its worker died before any verdict.
+    assert claim(rl, north.entry_id, "dead", rl.clock() + timedelta(seconds=40), 3)
+    assert rl.ledger.cancel_run(run, "alice", cleanup=False) == 0
+    out = entry_of(rl, north.entry_id)
+    assert (out.state, out.claim_worker, out.kept_by) == ("live", "dead", None)
+    clock.advance(60)  # the claim lapses: the ended run's lease is given back like any other
+    tick(rl)
+    assert entry(rl, north.entry_id).status == "reverted"
+    assert game.values == {"north": "clear"}
