@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
@@ -188,11 +189,20 @@ def test_the_runner_says_once_when_it_is_stuck_and_once_when_it_is_clear(
     runner = rl.runner("w1")
     stop = threading.Event()
     ticks: list[int] = []
+    tried = [0]
+    legs = runner._tick
+
+    def counted(halt: threading.Event) -> Any:
+        tried[0] += 1
+        return legs(halt)
+
+    runner._tick = counted  # type: ignore[method-assign, assignment]
     worker = threading.Thread(target=lambda: ticks.append(runner.run(0.01, stop)))
     with caplog.at_level(logging.WARNING, logger="runledger.runner"):
         worker.start()
         wait_until(lambda: len(caplog.records) >= 1)
-        time.sleep(0.3)  # many more ticks, each stuck
+        # Many more ticks, each stuck: counted, not slept for, so a busy machine waits longer.
+        wait_until(lambda: tried[0] > 10)
         stuck = [r for r in caplog.records if r.levelno == logging.ERROR]
         assert len(caplog.records) == len(stuck) == 1, [r.getMessage() for r in caplog.records]
         assert f"cannot apply the event at position {position}" in stuck[0].getMessage()
