@@ -76,28 +76,34 @@ def confirm_retry(request: Request, rl: Rl, actor: Reader, entry_id: UUID) -> HT
 def keep(
     request: Request, rl: Rl, writes: Writes, actor: Acting, entry_id: UUID, reason: Reason = ""
 ) -> Response:
-    run_id = reading.known_entry(rl, entry_id).run_id
-    return _done(
-        request,
-        run_id,
-        lambda: deciding.keep(rl, writes, entry_id, actor.name, reason),
-        lambda code, said: _entry_confirmation(
-            request, rl, actor, entry_id, "keep", code, said, reason
-        ),
-    )
+    return _decide_entry(request, rl, writes, actor, entry_id, reason, "keep")
 
 
 @router.post("/entries/{entry_id}/retry", response_model=None)
 def retry(
     request: Request, rl: Rl, writes: Writes, actor: Acting, entry_id: UUID, reason: Reason = ""
 ) -> Response:
+    return _decide_entry(request, rl, writes, actor, entry_id, reason, "retry")
+
+
+def _decide_entry(
+    request: Request,
+    rl: Rl,
+    writes: Writes,
+    actor: Acting,
+    entry_id: UUID,
+    reason: str,
+    act: Literal["keep", "retry"],
+) -> Response:
+    """Keep or retry one entry in the actor's name; a refusal shows the confirmation again."""
     run_id = reading.known_entry(rl, entry_id).run_id
+    decide = deciding.keep if act == "keep" else deciding.retry
     return _done(
         request,
         run_id,
-        lambda: deciding.retry(rl, writes, entry_id, actor.name, reason),
+        lambda: decide(rl, writes, entry_id, actor.name, reason),
         lambda code, said: _entry_confirmation(
-            request, rl, actor, entry_id, "retry", code, said, reason
+            request, rl, actor, entry_id, act, code, said, reason
         ),
     )
 
