@@ -886,3 +886,16 @@ def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_
     assert "2 entries are named 'c1'; pass one id" in ambiguous.stdout
     assert str(festival.ids["creature:c1"]) in ambiguous.stdout and str(again) in ambiguous.stdout
     assert "Traceback" not in shown.stderr + ambiguous.stdout + ambiguous.stderr
+
+
+def test_the_step_command_speaks_words_and_leaves_the_stored_names_to_json(
+    festival: Festival, store_url: str, tmp_path: Path
+) -> None:
+    env = {"RUNLEDGER_DATABASE_URL": store_url, "COLUMNS": "120"}
+    shown = run_cli("step", "weather#plaza", "--at", "3", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "version 3 of 6: found somebody else's value: left alone (Drifted) at 20" in shown.stdout
+    assert " UTC" in shown.stdout
+    for raw in ("claim_worker", "claim_expires_at", "last_error", "'drifted'"):
+        assert raw not in shown.stdout, raw
+    assert "drifted" in shown.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -21,6 +20,7 @@ from runledger.application.cli.options import AsJson, text_checked
 from runledger.application.cli.tables import Table
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.services.history import StepFrame, Stepping
+from runledger.application.words import event_said, field_said, field_value, when
 from runledger.domain.values import check_text
 
 
@@ -66,12 +66,13 @@ def _show_frame(stepping: Stepping, frame: StepFrame) -> None:
     console.rule(
         Text(
             f"{safe_text(stepping.name)} — version {frame.version} of {stepping.total}: "
-            f"{safe_text(frame.event)} at {frame.at:%Y-%m-%d %H:%M:%S}"
+            f"{event_said(frame.event)} ({safe_text(frame.event)}) at {when(frame.at)}"
         )
     )
     console.print(_fields(frame))
     last = frame.version == stepping.total
     if frame.values is not None and (frame.event == "Drifted" or last):
+        # As typed: "5" and 5 differ here, and that difference is often the drift.
         values = Table("baseline", "applied", "current", title="who changed this, and when?")
         values.add_row(
             *(safe_repr(frame.values.get(k)) for k in ("baseline", "applied", "current"))
@@ -80,21 +81,23 @@ def _show_frame(stepping: Stepping, frame: StepFrame) -> None:
 
 
 def _fields(frame: StepFrame) -> Table:
+    """The entry's fields in words (``--json`` keeps the stored names and values)."""
     table = Table("field", "value", "changed from", box=None)
     for name, value in frame.state.items():
+        said = safe_text(field_said(name))
         if name in frame.changed:
             table.add_row(
-                Text(safe_text(name), style="bold"),
-                Text(_show(value), style="yellow"),
-                _show(frame.changed[name][0]),
+                Text(said, style="bold"),
+                Text(_show(name, value), style="yellow"),
+                _show(name, frame.changed[name][0]),
             )
         else:
-            table.add_row(safe_text(name), _show(value), "")
+            table.add_row(said, _show(name, value), "")
     return table
 
 
-def _show(value: Any) -> str:
-    return value.isoformat() if isinstance(value, datetime) else safe_repr(value)
+def _show(name: str, value: Any) -> str:
+    return safe_text(field_value(name, value))
 
 
 def _interactive(stepping: Stepping) -> None:
