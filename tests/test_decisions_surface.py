@@ -232,11 +232,12 @@ def test_keeping_an_entry_from_its_page_confirms_what_will_happen_then_does_it(
     assert refused.status_code == 422 and "reason: must not be empty" in text_of(refused.text)
     assert status(api.rl, run) == "incomplete"
     done = console.post(f"/entries/{north.entry_id}/keep", {"csrf": token, "reason": WHY})
-    assert done.status_code == 303 and done.headers["location"] == f"/runs/{run}"
-    shown = text_of(console.get(f"/runs/{run}").text)
-    assert f"Kept {north.name} in the name alice ({WHY}): 1 entry left to give back." in shown
+    assert done.status_code == 303 and done.headers["location"] == f"/entries/{north.entry_id}"
     entry_page = console.get(f"/entries/{north.entry_id}").text
+    said = f"Kept {north.name} in the name alice ({WHY}): 1 entry left to give back."
+    assert said in text_of(entry_page)
     assert f"Kept by alice because: {WHY}" in text_of(entry_page)
+    assert said not in text_of(console.get(f"/entries/{north.entry_id}").text), "shown once"
     assert decide_buttons(entry_page) == []
     again = console.post(f"/entries/{north.entry_id}/keep", {"csrf": token, "reason": WHY})
     assert again.status_code == 409 and "is already kept" in text_of(again.text)
@@ -255,11 +256,14 @@ def test_keep_what_is_left_and_retry_from_the_run_s_page(
         f"/runs/{run}/decide", params={"entry": str(found["east"].entry_id), "act": "retry"}
     )
     assert chosen.status_code == 303
-    assert chosen.headers["location"] == f"/entries/{found['east'].entry_id}/retry"
+    assert chosen.headers["location"] == f"/entries/{found['east'].entry_id}/retry?back=run"
     game.values["east"] = "storm"
+    asked_retry = console.get(chosen.headers["location"]).text
+    assert '<input type="hidden" name="back" value="run">' in asked_retry
     token = console.form_token(chosen.headers["location"])
-    done = console.post(chosen.headers["location"], {"csrf": token, "reason": ""})
-    assert done.status_code == 303
+    retry = f"/entries/{found['east'].entry_id}/retry"
+    done = console.post(retry, {"csrf": token, "reason": "", "back": "run"})
+    assert done.status_code == 303 and done.headers["location"] == f"/runs/{run}"
     assert game.values == {"north": "hail", "east": "clear"}
     shown = text_of(console.get(f"/runs/{run}").text)
     assert f"Retried {found['east'].name} by alice: given back; 1 entry left to give back." in shown

@@ -38,10 +38,13 @@ def test_a_person_keeps_a_drift_then_what_is_left_and_the_run_no_longer_needs_a_
     browsing.shot(page, "decide-keep-confirm")
     page.get_by_label("Reason (required, recorded with what is kept)").fill(WHY)
     page.get_by_role("button", name="Yes, keep it").click()
-    page.wait_for_url(f"{browsing.url}/runs/{run}")
+    page.wait_for_url(f"{browsing.url}/entries/{north.entry_id}")
     expect(page.locator("[data-outcome]")).to_have_text(
         f"Kept {north.name} in the name alice ({WHY}): 1 entry left to give back."
     )
+    expect(page.locator("[data-kept-reason]")).to_have_text(f"Kept by alice because: {WHY}")
+    browsing.shot(page, "decide-entry-kept")
+    page.goto(f"{browsing.url}/runs/{run}")
     page.get_by_role("button", name="Keep what is left…").click()
     page.wait_for_url(f"{browsing.url}/runs/{run}/keep-rest?")
     expect(page.locator(".decide-left li")).to_have_count(1)
@@ -55,8 +58,6 @@ def test_a_person_keeps_a_drift_then_what_is_left_and_the_run_no_longer_needs_a_
     expect(page.locator("#live [data-status='complete']")).to_be_visible()
     expect(page.get_by_role("button", name="Keep what is left…")).to_have_count(0)
     browsing.shot(page, "decide-run-kept")
-    page.goto(f"{browsing.url}/entries/{north.entry_id}")
-    expect(page.locator("[data-kept-reason]")).to_have_text(f"Kept by alice because: {WHY}")
     assert game.values == {"north": "hail", "east": "sleet"}
 
 

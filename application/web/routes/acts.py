@@ -246,15 +246,16 @@ class Outcome:
     refused: bool = False
 
 
-def keep_outcome(request: Request, run_id: UUID, said: str) -> None:
-    """The outcome for the run page after the redirect (POST, then 303, then GET)."""
-    request.session["outcome"] = {"run": str(run_id), "said": safe_text(said, 1_000)}
+def keep_outcome(request: Request, page_id: UUID, said: str) -> None:
+    """The outcome for the page of ``page_id`` (a run's, or an entry's) after the redirect
+    (POST, then 303, then GET)."""
+    request.session["outcome"] = {"run": str(page_id), "said": safe_text(said, 1_000)}
 
 
-def outcome_of(request: Request, run_id: UUID) -> Outcome | None:
-    """The outcome kept for this run's page, shown once."""
+def outcome_of(request: Request, page_id: UUID) -> Outcome | None:
+    """The outcome kept for this page, shown once."""
     found: Any = request.session.pop("outcome", None)
-    if isinstance(found, dict) and found.get("run") == str(run_id):
+    if isinstance(found, dict) and found.get("run") == str(page_id):
         said = found.get("said")
         return Outcome(said) if isinstance(said, str) else None
     return None

@@ -1,7 +1,8 @@
 """Deciding about an ended run's unresolved entries from the console: keep one, retry one (from
 the entry's page or its group on the run's page), keep what is left (from the run's page). Each
 is a confirmation page that says exactly what will happen and asks the reason, then a POST in the
-signed-in person's name and a 303 to the run's page with what came of it.
+signed-in person's name and a 303 back to the page the person came from (the entry's, or the
+run's for its groups and for what is left) with what came of it.
 
 A refusal changes nothing and says why on the confirmation: 409 when the state of things
 refuses it, 422 when what was sent is refused (the reason typed is kept)."""
@@ -33,6 +34,9 @@ from runledger.projections.rows import EntryRow, RunRow
 
 router = APIRouter(include_in_schema=False)
 Reason = Annotated[str, Form(max_length=10_000)]
+Back = Literal["entry", "run"]
+"""The page a decision about one entry lands on: the entry's, or the run's (from its groups)."""
+BackTo = Annotated[Back, Query()]
 env.globals["DECIDABLE"] = UNRESOLVED  # the states decide_*.html offer to keep or retry
 
 
@@ -57,33 +61,49 @@ def decide(
     operators_only(actor)
     if reading.known_entry(rl, entry).run_id != run_id:
         raise NotFound(f"run {run_id} has no entry {entry}")
-    return RedirectResponse(f"/entries/{entry}/{act}", status_code=303)
+    return RedirectResponse(f"/entries/{entry}/{act}?back=run", status_code=303)
 
 
 @router.get("/entries/{entry_id}/keep", response_class=HTMLResponse)
-def confirm_keep(request: Request, rl: Rl, actor: Reader, entry_id: UUID) -> HTMLResponse:
+def confirm_keep(
+    request: Request, rl: Rl, actor: Reader, entry_id: UUID, back: BackTo = "entry"
+) -> HTMLResponse:
     operators_only(actor)
-    return _entry_confirmation(request, rl, actor, entry_id, "keep")
+    return _entry_confirmation(request, rl, actor, entry_id, "keep", back)
 
 
 @router.get("/entries/{entry_id}/retry", response_class=HTMLResponse)
-def confirm_retry(request: Request, rl: Rl, actor: Reader, entry_id: UUID) -> HTMLResponse:
+def confirm_retry(
+    request: Request, rl: Rl, actor: Reader, entry_id: UUID, back: BackTo = "entry"
+) -> HTMLResponse:
     operators_only(actor)
-    return _entry_confirmation(request, rl, actor, entry_id, "retry")
+    return _entry_confirmation(request, rl, actor, entry_id, "retry", back)
 
 
 @router.post("/entries/{entry_id}/keep", response_model=None)
 def keep(
-    request: Request, rl: Rl, writes: Writes, actor: Acting, entry_id: UUID, reason: Reason = ""
+    request: Request,
+    rl: Rl,
+    writes: Writes,
+    actor: Acting,
+    entry_id: UUID,
+    reason: Reason = "",
+    back: Annotated[Back, Form()] = "entry",
 ) -> Response:
-    return _decide_entry(request, rl, writes, actor, entry_id, reason, "keep")
+    return _decide_entry(request, rl, writes, actor, entry_id, reason, "keep", back)
 
 
 @router.post("/entries/{entry_id}/retry", response_model=None)
 def retry(
-    request: Request, rl: Rl, writes: Writes, actor: Acting, entry_id: UUID, reason: Reason = ""
+    request: Request,
+    rl: Rl,
+    writes: Writes,
+    actor: Acting,
+    entry_id: UUID,
+    reason: Reason = "",
+    back: Annotated[Back, Form()] = "entry",
 ) -> Response:
-    return _decide_entry(request, rl, writes, actor, entry_id, reason, "retry")
+    return _decide_entry(request, rl, writes, actor, entry_id, reason, "retry", back)
 
 
 def _decide_entry(
@@ -94,16 +114,17 @@ def _decide_entry(
     entry_id: UUID,
     reason: str,
     act: Literal["keep", "retry"],
+    back: Back,
 ) -> Response:
     """Keep or retry one entry in the actor's name; a refusal shows the confirmation again."""
     run_id = reading.known_entry(rl, entry_id).run_id
     decide = deciding.keep if act == "keep" else deciding.retry
     return _done(
         request,
-        run_id,
+        (run_id, "runs") if back == "run" else (entry_id, "entries"),
         lambda: decide(rl, writes, entry_id, actor.name, reason),
         lambda code, said: _entry_confirmation(
-            request, rl, actor, entry_id, act, code, said, reason
+            request, rl, actor, entry_id, act, back, code, said, reason
         ),
     )
 
@@ -121,7 +142,7 @@ def keep_rest(
     reading.known_run(rl, run_id)
     return _done(
         request,
-        run_id,
+        (run_id, "runs"),
         lambda: deciding.keep_rest(rl, writes, run_id, actor.name, reason),
         lambda code, said: _rest_confirmation(request, rl, actor, run_id, code, said, reason),
     )
@@ -129,12 +150,12 @@ def keep_rest(
 
 def _done(
     request: Request,
-    run_id: UUID,
+    landing: tuple[UUID, Literal["runs", "entries"]],
     act: Callable[[], str],
     again: Callable[[int, str], HTMLResponse],
 ) -> Response:
-    """Do it, then show the run with what came of it; or the confirmation again, saying why
-    nothing was done."""
+    """Do it, then show the page it lands on with what came of it; or the confirmation again,
+    saying why nothing was done."""
     try:
         said = act()
     except (DomainError, BadRequest) as error:
@@ -142,8 +163,9 @@ def _done(
         refused_by_state = isinstance(error, Conflict | DomainError)
         code = 409 if refused_by_state and not isinstance(error, ValueError) else 422
         return again(code, f"Refused, nothing was changed: {safe_text(str(error), 1_000)}")
-    keep_outcome(request, run_id, said)
-    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+    page_id, pages = landing
+    keep_outcome(request, page_id, said)
+    return RedirectResponse(f"/{pages}/{page_id}", status_code=303)
 
 
 def _entry_confirmation(
@@ -152,6 +174,7 @@ def _entry_confirmation(
     actor: Actor,
     entry_id: UUID,
     act: Literal["keep", "retry"],
+    back: Back,
     code: int = 200,
     refused: str | None = None,
     reason: str = "",
@@ -163,7 +186,7 @@ def _entry_confirmation(
         if act == "keep"
         else deciding.foresee_retry(rl, run, entry, actor.name)
     )
-    shown = Shown(act, asked, run, f"/entries/{entry_id}/{act}", entry=entry)
+    shown = Shown(act, asked, run, f"/entries/{entry_id}/{act}", entry=entry, back=back)
     return _confirmation(request, actor, shown, code, refused, reason)
 
 
@@ -193,6 +216,7 @@ class Shown:
     target: str
     entry: Entry | None = None
     left: list[EntryRow] = field(default_factory=list)
+    back: Back = "run"
 
 
 def _confirmation(

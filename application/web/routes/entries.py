@@ -13,6 +13,7 @@ from runledger.application.api import reading
 from runledger.application.api.deps import Rl
 from runledger.application.api.schemas.common import MAX_INT
 from runledger.application.web.render import page
+from runledger.application.web.routes.acts import outcome_of
 from runledger.application.web.session import Reader
 from runledger.application.words import field_value
 from runledger.domain.fate import UNRESOLVED
@@ -57,4 +58,5 @@ def entry_page(
         stored={name: getattr(entry, name) for name in STORED},
         field_value=field_value,
         structured=structured,
+        outcome=outcome_of(request, entry_id),
     )
