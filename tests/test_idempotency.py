@@ -30,7 +30,7 @@ from tests.api_support import Api, bearer, serving, tick
 from tests.game import START, phase, spec, step
 from tests.reading import written
 from tests.test_api_serve import Served, env, given_back, served
-from tests.test_cli_json import Cli, cli_fixture
+from tests.test_cli_json import Cli, cli_fixture, ended_incomplete
 from tests.test_start_checks import run_ids
 
 __all__ = ["cli_fixture", "env", "served"]
@@ -293,6 +293,56 @@ def test_the_cli_starts_once_under_a_key_and_refuses_it_for_another_spec(
     with bootstrap(Settings(database_url=store_url), Registry()) as reader:
         assert run_ids(reader) == [run]
     assert len(SandboxWorld(tmp_path / "sandbox.sqlite3").things()) == 3
+
+
+def test_the_cli_defines_schedules_issues_and_retries_cleanup_once_under_a_key(
+    cli: Cli, tmp_path: Path, store_url: str
+) -> None:
+    (tmp_path / "fair.json").write_text(json.dumps(creatures(name="fair")))
+    twice = [
+        ("def", "create", "fair", "-f", "fair.json", "--by", "bea"),
+        ("def", "verify", "fair", "--by", "bea"),
+        ("def", "publish", "fair", "--by", "bea"),
+        ("def", "schedule", "fair", "--at", "2030-01-01T00:00:00Z", "--by", "bea"),
+    ]
+    for n, args in enumerate(twice):
+        first = cli(*args, "--idempotency-key", f"k{n}", "--json")
+        assert cli(*args, "--idempotency-key", f"k{n}", "--json").out == first.out, args
+    [occurrence] = json.loads(cli("def", "occurrences", "fair", "--json").out)
+    assert json.loads(cli("def", "versions", "fair", "--json").out)[-1]["version"] == 1
+    stop = ("def", "cancel", occurrence["occurrence_id"], "--by", "bea", "--idempotency-key", "c")
+    assert cli(*stop, "--json").out == cli(*stop, "--json").out
+    elsewhere = cli("def", "verify", "fair", "--by", "bea", "--idempotency-key", "k0", code=1)
+    assert "idempotency key 'k0' was used at" in elsewhere.out
+    issued = json.loads(cli("token", "create", "zoe", "--idempotency-key", "t1", "--json").out)
+    refused = cli("token", "create", "zoe", "--idempotency-key", "t1", code=1).out
+    assert f"the secret of token {issued['token_id']} (zoe, viewer) is shown once" in refused
+    tokens = json.loads(cli("token", "list", "--json").out)
+    assert [t["name"] for t in tokens].count("zoe") == 1, "issued once"
+    run = ended_incomplete(cli, tmp_path, "gone")
+    retry = ("cleanup", str(run), "--by", "bea", "--idempotency-key", "r1", "--json")
+    first = json.loads(cli(*retry).out)
+    assert (first["reverted"], first["cleanup_status"]) == (2, "complete")
+    assert json.loads(cli(*retry).out) == first
+    assert SandboxWorld(tmp_path / "sandbox.sqlite3").things() == {}, "given back in the world"
+    ended_incomplete(cli, tmp_path, "lost")
+    planned = json.loads(cli("cleanup", "--where", "cleanup=incomplete", "--plan", "--json").out)
+    bulk = (
+        "cleanup",
+        "--where",
+        "cleanup=incomplete",
+        "--apply",
+        planned["fingerprint"],
+        "--by",
+        "bea",
+    )
+    applied = cli(*bulk, "--idempotency-key", "b1", "--json").out
+    assert cli(*bulk, "--idempotency-key", "b1", "--json").out == applied
+    assert json.loads(applied)["runs"][0]["cleanup_status"] == "complete"
+    plan = cli(
+        "cleanup", "--where", "cleanup=incomplete", "--plan", "--idempotency-key", "p1", code=2
+    )
+    assert "--plan writes nothing and takes no --idempotency-key" in plan.out
 
 
 # --- the key itself, without a store ----------------------------------------------------------

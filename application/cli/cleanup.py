@@ -11,7 +11,7 @@ import typer
 from rich.text import Text
 
 from runledger.application.api import reading
-from runledger.application.api.schemas.bulk import Applied, Plan, Selector
+from runledger.application.api.schemas.bulk import Applied, Apply, Plan, Selector
 from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits, where
@@ -19,6 +19,7 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, cleanup_words, console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import Usage, guarded
+from runledger.application.cli.keyed import IdempotencyKey, once
 from runledger.application.cli.options import AsJson, person_checked
 
 Where = Annotated[
@@ -44,6 +45,7 @@ def cleanup(
         str | None,
         typer.Option("--apply", metavar="FINGERPRINT", help="retry exactly the runs of this plan"),
     ] = None,
+    idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Ask again: reset attempt counters and work one run now, or every run a filter selects.
@@ -55,14 +57,14 @@ def cleanup(
     given = where_ or []
     if run_id is not None:
         guarded(lambda: _one_run_only(given, plan, apply, by))
-        _one(run_id, str(by), as_json)
+        _one(run_id, str(by), idempotency_key, as_json)
         return
-    guarded(lambda: _bulk_only(plan, apply, by))
+    guarded(lambda: _bulk_only(plan, apply, by, idempotency_key))
     selector = guarded(lambda: where.selector(given))
     if apply is None:
         _plan(selector, given, as_json)
     else:
-        _apply(selector, apply, str(by), as_json)
+        _apply(selector, apply, (idempotency_key, str(by)), as_json)
 
 
 def _one_run_only(given: list[str], plan: bool, apply: str | None, by: str | None) -> None:
@@ -72,7 +74,9 @@ def _one_run_only(given: list[str], plan: bool, apply: str | None, by: str | Non
         raise Usage("cleanup RUN needs --by NAME: who asks")
 
 
-def _bulk_only(plan: bool, apply: str | None, by: str | None) -> None:
+def _bulk_only(plan: bool, apply: str | None, by: str | None, key: str | None) -> None:
+    if plan and key is not None:
+        raise Usage("--plan writes nothing and takes no --idempotency-key; --apply does")
     if plan == (apply is not None):
         raise Usage("name a RUN, or select runs with --where and say --plan or --apply FINGERPRINT")
     if apply is not None and by is None:
@@ -81,11 +85,15 @@ def _bulk_only(plan: bool, apply: str | None, by: str | None) -> None:
         raise Usage("--apply needs the plan's fingerprint, as --plan printed it")
 
 
-def _one(run_id: UUID, by: str, as_json: bool) -> None:
+def _one(run_id: UUID, by: str, key: str | None, as_json: bool) -> None:
     with guarded(bootstrap) as rl:
         guarded(lambda: reading.known_run(rl, run_id))
-        summary = guarded(lambda: rl.cleanup.manual_cleanup(run_id, by))
-        answer = guarded(lambda: reading.cleanup_summary(rl, run_id, summary))
+        answer = once(
+            rl,
+            (key, by, f"/admin/events/runs/{run_id}/cleanup", None),
+            lambda: reading.cleanup_summary(rl, run_id, rl.cleanup.manual_cleanup(run_id, by)),
+            CleanupSummary,
+        )
     if as_json:
         print_json(answer)
     else:
@@ -148,12 +156,17 @@ def _plan_lines(found: Plan) -> list[Text]:
     return lines
 
 
-def _apply(selector: Selector, fingerprint: str, by: str, as_json: bool) -> None:
+def _apply(
+    selector: Selector, fingerprint: str, asker: tuple[str | None, str], as_json: bool
+) -> None:
+    key, by = asker
+    body = Apply(where=selector, fingerprint=fingerprint).model_dump(mode="json")
     with guarded(bootstrap) as rl:
-        done = guarded(lambda: rl.bulk.apply(reading.where(selector), fingerprint, by))
-        answer = Applied(
-            fingerprint=fingerprint,
-            runs=guarded(lambda: [reading.cleanup_summary(rl, r, s) for r, s in done.items()]),
+        answer = once(
+            rl,
+            (key, by, "/admin/events/cleanup/apply", body),
+            lambda: _applied(rl, selector, fingerprint, by),
+            Applied,
         )
         names = _names(rl, [s.run_id for s in answer.runs])
     if as_json:
@@ -167,6 +180,14 @@ def _apply(selector: Selector, fingerprint: str, by: str, as_json: bool) -> None
             for line in _held_lines(summary, "    "):
                 console.print(line)
     _exit_when_incomplete(answer.runs)
+
+
+def _applied(rl: Runledger, selector: Selector, fingerprint: str, by: str) -> Applied:
+    done = rl.bulk.apply(reading.where(selector), fingerprint, by)
+    return Applied(
+        fingerprint=fingerprint,
+        runs=[reading.cleanup_summary(rl, run_id, s) for run_id, s in done.items()],
+    )
 
 
 def _held_lines(summary: CleanupSummary, indent: str = "  ") -> list[Text]:

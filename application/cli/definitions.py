@@ -11,12 +11,13 @@ from rich.text import Text
 
 from runledger.application.api import reading_definitions as answer
 from runledger.application.api.schemas import definitions as schema
-from runledger.application.bootstrap import bootstrap
+from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import json_text, safe_text
 from runledger.application.cli.errors import Usage, guarded
+from runledger.application.cli.keyed import IdempotencyKey, once, spec_body
 from runledger.application.cli.options import (
     AsJson,
     definition_checked,
@@ -41,15 +42,30 @@ SpecFile = Annotated[
 ]
 Name = Annotated[str, typer.Argument(help="the definition's name", callback=definition_checked)]
 STATES = "scheduled, started or cancelled"
+DEFINITIONS = "/admin/definitions"
+"""Where the API's definition routes are: a key names the same request from either door."""
 
 
 @app.command("create")
-def create(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
+def create(
+    name: Name,
+    spec: SpecFile,
+    by: By,
+    idempotency_key: IdempotencyKey = None,
+    as_json: AsJson = False,
+) -> None:
     """Create a definition whose draft is the spec in the file."""
+    text = file_text(spec)
     with guarded(bootstrap) as rl:
-        created = guarded(lambda: rl.definitions.create(name, file_text(spec), by))
+        created = once(
+            rl,
+            (idempotency_key, by, DEFINITIONS, {"name": name, "spec": spec_body(text)}),
+            lambda: answer.detail(rl.definitions.create(name, text, by)),
+            schema.DefinitionDetail,
+            201,
+        )
     if as_json:
-        print_json(answer.detail(created))
+        print_json(created)
         return
     console.print(f"created {safe_text(created.name)}: draft {created.fingerprint[:12]}")
 
@@ -72,11 +88,18 @@ def edit(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
 
 
 @app.command("verify")
-def verify(name: Name, by: By, as_json: AsJson = False) -> None:
+def verify(
+    name: Name, by: By, idempotency_key: IdempotencyKey = None, as_json: AsJson = False
+) -> None:
     """Dry-run the draft against the loaded modules, calling nothing that changes a world, and
     record it in your name. Exits 1 when it found problems (each names its field)."""
     with guarded(bootstrap) as rl:
-        found = answer.verified(guarded(lambda: rl.definitions.verify(name, by)))
+        found = once(
+            rl,
+            (idempotency_key, by, f"{DEFINITIONS}/{name}/verify", None),
+            lambda: answer.verified(rl.definitions.verify(name, by)),
+            schema.Verified,
+        )
     if as_json:
         print_json(found)
     elif found.passed:
@@ -96,10 +119,17 @@ def verify(name: Name, by: By, as_json: AsJson = False) -> None:
 
 
 @app.command("publish")
-def publish(name: Name, by: By, as_json: AsJson = False) -> None:
+def publish(
+    name: Name, by: By, idempotency_key: IdempotencyKey = None, as_json: AsJson = False
+) -> None:
     """Freeze the draft as the next version and re-pin the scheduled occurrences to it."""
     with guarded(bootstrap) as rl:
-        found = answer.published(name, guarded(lambda: rl.definitions.publish(name, by)))
+        found = once(
+            rl,
+            (idempotency_key, by, f"{DEFINITIONS}/{name}/publish", None),
+            lambda: answer.published(name, rl.definitions.publish(name, by)),
+            schema.Published,
+        )
     if as_json:
         print_json(found)
     else:
@@ -184,6 +214,7 @@ def schedule(
     name: Name,
     at: Annotated[str, typer.Option("--at", help="when, ISO 8601 (UTC unless it says)")],
     by: By,
+    idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Schedule the definition at a time, pinned to its latest version."""
@@ -191,8 +222,15 @@ def schedule(
     if when is None:
         raise Usage("--at is needed")
     with guarded(bootstrap) as rl:
-        made = guarded(lambda: rl.occurrences.schedule(name, when, by))
-        found = answer.occurrence(guarded(lambda: rl.occurrences.row(made.id)))
+        found = once(
+            rl,
+            (idempotency_key, by, f"{DEFINITIONS}/{name}/occurrences", {"at": when.isoformat()}),
+            lambda: answer.occurrence(
+                rl.occurrences.row(rl.occurrences.schedule(name, when, by).id)
+            ),
+            schema.Occurrence,
+            201,
+        )
     if as_json:
         print_json(found)
     else:
@@ -241,16 +279,26 @@ def occurrences(
 def cancel(
     occurrence_id: Annotated[UUID, typer.Argument(help="the occurrence's id")],
     by: By,
+    idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Cancel an occurrence that has not started yet."""
     with guarded(bootstrap) as rl:
-        guarded(lambda: rl.occurrences.cancel(occurrence_id, by))
-        found = answer.occurrence(guarded(lambda: rl.occurrences.row(occurrence_id)))
+        found = once(
+            rl,
+            (idempotency_key, by, f"/admin/occurrences/{occurrence_id}/cancel", None),
+            lambda: _cancelled(rl, occurrence_id, by),
+            schema.Occurrence,
+        )
     if as_json:
         print_json(found)
     else:
         console.print(f"cancelled occurrence {occurrence_id} by {safe_text(by)}")
+
+
+def _cancelled(rl: Runledger, occurrence_id: UUID, by: str) -> schema.Occurrence:
+    rl.occurrences.cancel(occurrence_id, by)
+    return answer.occurrence(rl.occurrences.row(occurrence_id))
 
 
 def _stamped(stamp: schema.Stamp | None) -> str:

@@ -15,7 +15,7 @@ import typer
 from pydantic import BaseModel
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.cli.errors import Usage
+from runledger.application.cli.errors import Usage, guarded
 from runledger.application.errors import Conflict
 from runledger.application.services.once import Answer, KeyedCall
 from runledger.domain.keyed import key_problem
@@ -54,6 +54,21 @@ def keyed_call(rl: Runledger, key: str | None, by: str, path: str, body: Any) ->
     return None if key is None else rl.once.call(by, key, "POST", path, body)
 
 
+def once(
+    rl: Runledger,
+    asked: tuple[str | None, str, str, Any],
+    act: Callable[[], M],
+    model: type[M],
+    status: int = 200,
+    withheld: Callable[[M], str] | None = None,
+) -> M:
+    """``act()`` as the API's POST would do it under the key: ``asked`` is (key, person, path,
+    body). Errors leave the command as one sentence (cli/errors.py)."""
+    key, by, path, body = asked
+    call = guarded(lambda: keyed_call(rl, key, by, path, body))
+    return guarded(lambda: answered(call, act, model, status, withheld))
+
+
 def spec_body(text: str) -> Any:
     """A spec file's JSON, as the API's start is sent it (text that is not JSON is refused by
     the start itself, which keeps no key)."""
@@ -63,15 +78,24 @@ def spec_body(text: str) -> Any:
         return text
 
 
-def answered(call: KeyedCall | None, act: Callable[[], M], model: type[M], status: int = 200) -> M:
-    """``act()``, once per key: a repeat answers the first answer, read back as ``model``."""
+def answered(
+    call: KeyedCall | None,
+    act: Callable[[], M],
+    model: type[M],
+    status: int = 200,
+    withheld: Callable[[M], str] | None = None,
+) -> M:
+    """``act()``, once per key: a repeat answers the first answer, read back as ``model``.
+    ``withheld`` says why an answer may not be given again (a secret is shown once)."""
     if call is None:
         return act()
-    kept = call.answer(
-        nullcontext(),
-        lambda: Answer(status, act().model_dump_json(by_alias=True)),
-        lambda _: None,
-    )
+
+    def acted() -> Answer:
+        done = act()
+        why = None if withheld is None else withheld(done)
+        return Answer(status, done.model_dump_json(by_alias=True), why)
+
+    kept = call.answer(nullcontext(), acted, lambda _: None)
     if kept.status >= 400:
         raise Conflict(_detail(kept.body))
     return model.model_validate_json(kept.body)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 from typing import Annotated
 from uuid import UUID
 
@@ -14,6 +13,7 @@ from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
+from runledger.application.cli.keyed import IdempotencyKey, once, terminal_person
 from runledger.application.cli.options import AsJson, person_checked, role_checked
 from runledger.application.cli.tables import Table
 from runledger.domain.token import ROLES
@@ -27,25 +27,27 @@ ROLE_HELP = (
 app = typer.Typer(help="The HTTP API's bearer tokens: each names a person and a role.")
 
 
-def _shell_user() -> str:
-    try:
-        return f"{getpass.getuser()} (shell)"
-    except (OSError, KeyError):
-        return "shell"
-
-
 @app.command("create")
 def create(
     name: Annotated[
         str, typer.Argument(help="the person the token speaks for", callback=person_checked)
     ],
     role: Annotated[str, typer.Option(help=ROLE_HELP, callback=role_checked)] = "viewer",
+    idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """Issue a token; its secret is printed once and never stored."""
+    """Issue a token; its secret is printed once and never stored. Under --idempotency-key a
+    repeat issues nothing and is refused, naming the token (its secret was not kept)."""
+    by = terminal_person()
     with guarded(bootstrap) as rl:
-        issued = guarded(lambda: rl.tokens.issue(name, role, by=_shell_user()))
-    answer = IssuedToken.model_validate(issued)
+        answer = once(
+            rl,
+            (idempotency_key, by, "/admin/tokens", {"name": name, "role": role}),
+            lambda: IssuedToken.model_validate(rl.tokens.issue(name, role, by=by)),
+            IssuedToken,
+            201,
+            IssuedToken.withheld,
+        )
     if as_json:
         print_json(answer)
         return
@@ -86,7 +88,7 @@ def revoke(
 ) -> None:
     """Revoke a token: requests carrying it are refused from now on."""
     with guarded(bootstrap) as rl:
-        guarded(lambda: rl.tokens.revoke(token_id, by=_shell_user()))
+        guarded(lambda: rl.tokens.revoke(token_id, by=terminal_person()))
         found = [Token.model_validate(t) for t in rl.tokens.listing() if t.token_id == token_id]
     if as_json:
         print_json(found[0])

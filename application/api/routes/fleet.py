@@ -64,10 +64,7 @@ def issue_token(
     return once(
         lambda: rl.tokens.issue(body.name, body.role, by=actor.name),
         tokens.IssuedToken.model_validate,
-        lambda issued: (
-            f"the secret of token {issued.token_id} ({issued.name}, {issued.role}) is shown "
-            "once and never kept: revoke it and issue another if it was lost"
-        ),
+        tokens.IssuedToken.withheld,
     )
 
 

@@ -29,6 +29,13 @@ class IssuedToken(Answer):
     role: Role
     secret: str = Field(description="shown once; only its digest is kept")
 
+    def withheld(self) -> str:
+        """Why a repeat of the request that issued this token is refused: its secret is gone."""
+        return (
+            f"the secret of token {self.token_id} ({self.name}, {self.role}) is shown once and "
+            "never kept: revoke it and issue another if it was lost"
+        )
+
 
 class Me(Answer):
     name: str
