@@ -118,3 +118,20 @@ def test_refusals_exit_1_bad_arguments_exit_2_and_nothing_is_written(
     as_json = cli("keep", str(going), "--reason", WHY, "--by", "bob", "--json", code=exits.FAILED)
     assert as_json.out.startswith('{"detail": "run going (')
     assert written(ledger) == before
+
+
+def test_keep_and_retry_under_a_key_decide_once_and_answer_the_first_answer_again(
+    cli: Cli, tmp_path: Path, ledger: Runledger
+) -> None:
+    world = SandboxWorld(tmp_path / "sandbox.sqlite3")
+    run = ended_incomplete(cli, tmp_path, "crows")
+    first, second = crows(ledger, run)
+    retry = ("retry", str(run), str(first.entry_id), "--by", "bob", "--idempotency-key", "r")
+    answered = cli(*retry, "--json", code=3).out
+    assert cli(*retry, "--json", code=3).out == answered
+    keep = ("keep", str(run), "--reason", WHY, "--by", "bob", "--idempotency-key", "k")
+    kept = cli(*keep, "--json").out
+    assert cli(*keep, "--json").out == kept, "not 'nothing left to keep'"
+    assert set(world.things()) == {second.ref}
+    assert len(lines(ledger, run, "cleanup.retry_one")) == 1
+    assert len(lines(ledger, run, "cleanup.kept_rest")) == 1

@@ -13,16 +13,18 @@ from rich.text import Text
 from runledger.application import words
 from runledger.application.api import reading_decisions
 from runledger.application.api.schemas.decisions import EntryRetried, Kept
-from runledger.application.bootstrap import bootstrap
+from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, console, counted
 from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
+from runledger.application.cli.keyed import IdempotencyKey, once
 from runledger.application.cli.options import AsJson, person_checked, reason_checked
 
 Run = Annotated[UUID, typer.Argument(metavar="RUN", help="an ended run")]
 By = Annotated[str, typer.Option(help="who decides", callback=person_checked)]
+RUNS = "/admin/events/runs"
 
 
 def keep(
@@ -42,6 +44,7 @@ def keep(
             metavar="ENTRY", help="the entry to keep; without it, every entry left unresolved"
         ),
     ] = None,
+    idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Keep an unresolved entry of an ended run as it stands in the world, or without ENTRY
@@ -49,11 +52,13 @@ def keep(
 
     What is kept is no longer given back: it stays in the world, in your name."""
     with guarded(bootstrap) as rl:
-        if entry_id is None:
-            found = guarded(lambda: rl.decisions.keep_rest(run_id, by, why))
-        else:
-            found = guarded(lambda: rl.decisions.keep_one(run_id, entry_id, by, why))
-        answer = guarded(lambda: reading_decisions.kept(rl, found))
+        path = f"{RUNS}/{run_id}" + ("" if entry_id is None else f"/entries/{entry_id}")
+        answer = once(
+            rl,
+            (idempotency_key, by, f"{path}/keep", {"reason": why}),
+            lambda: _kept(rl, run_id, entry_id, by, why),
+            Kept,
+        )
     if as_json:
         print_json(answer)
     else:
@@ -70,6 +75,7 @@ def retry(
         str | None,
         typer.Option("--reason", help="why (written to the log)", callback=reason_checked),
     ] = None,
+    idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Ask again for one unresolved entry of an ended run: reset its attempts and give back its
@@ -77,8 +83,14 @@ def retry(
 
     A lease entry whose target another live run holds is left alone, and said why."""
     with guarded(bootstrap) as rl:
-        found = guarded(lambda: rl.decisions.retry_one(run_id, entry_id, by, why))
-        answer = guarded(lambda: reading_decisions.retried(rl, found))
+        answer = once(
+            rl,
+            (idempotency_key, by, f"{RUNS}/{run_id}/entries/{entry_id}/retry", {"reason": why}),
+            lambda: reading_decisions.retried(
+                rl, rl.decisions.retry_one(run_id, entry_id, by, why)
+            ),
+            EntryRetried,
+        )
     if as_json:
         print_json(answer)
     else:
@@ -88,6 +100,12 @@ def retry(
                 Text.assemble("  ", ("left alone:", "yellow"), f" {safe_text(held.said)}")
             )
     _exit_when_incomplete(answer.cleanup_status)
+
+
+def _kept(rl: Runledger, run_id: UUID, entry_id: UUID | None, by: str, why: str) -> Kept:
+    if entry_id is None:
+        return reading_decisions.kept(rl, rl.decisions.keep_rest(run_id, by, why))
+    return reading_decisions.kept(rl, rl.decisions.keep_one(run_id, entry_id, by, why))
 
 
 def _kept_lines(answer: Kept) -> list[Text]:
