@@ -5,13 +5,12 @@ anywhere else in the package. Every front end may import this module; it imports
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
+from runledger.application.plain import entries, value_said
 from runledger.domain.text import safe_text
 
 Tone = Literal["good", "bad", "busy", "quiet"]
@@ -196,14 +195,6 @@ def state_word(state: str, running: bool = True) -> Word:
     return LEFT if state == "live" and not running else word(STATE, state)
 
 
-def counted(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one}" if n == 1 else f"{n:,} {many or one + 's'}"
-
-
-def entries(n: int) -> str:
-    return counted(n, "entry", "entries")
-
-
 def tally(states: Mapping[str, int], kept_by: Mapping[str, int] | None = None) -> str:
     """What became of a run's settled entries: "3 given back, 1 kept by bob"."""
     parts = [f"{states[s]:,} {STATE[s].said}" for s in ("reverted", "expired") if states.get(s)]
@@ -282,41 +273,6 @@ def field_value(name: str, value: Any) -> str:
     if name == "state" and isinstance(value, str):
         return state_word(value).said
     return value_said(value)
-
-
-def when(value: datetime | None) -> str:
-    """A moment as people read it here: UTC, to the second."""
-    if value is None:
-        return "—"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def value_said(value: Any) -> str:
-    """A stored value as a person reads it: text as itself (never JSON-quoted), a time in UTC,
-    yes or no, nothing as a dash; lists and mappings as compact JSON."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, datetime):
-        return when(value)
-    if isinstance(value, str):
-        moment = _moment(value)
-        return when(moment) if moment else value
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _moment(text: str) -> datetime | None:
-    """An ISO time with its zone, as log details carry them (``next_attempt_at``)."""
-    if not 19 <= len(text) <= 40 or text[4:5] != "-" or "T" not in text:
-        return None
-    try:
-        found = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return found if found.tzinfo is not None else None
 
 
 def described(table: Mapping[str, Word], keys: tuple[str, ...] | None = None) -> str:

@@ -218,7 +218,28 @@ def cli_cases(folder: Path, run_id: str) -> list[tuple[str, list[str], bytes, di
         ("modules: builtin 'nosuch'", ["modules"], b"", {"RUNLEDGER_BUILTIN_MODULES": "nosuch"}),
         ("runs: EVENT_REVERT_MAX_ATTEMPTS=x", ["runs"], b"", {"EVENT_REVERT_MAX_ATTEMPTS": "x"}),
         ("runs: a mysql:// URL", ["runs"], b"", {"RUNLEDGER_DATABASE_URL": "mysql://x/y"}),
+        *keyed_cases(run_id),
     ]
+
+
+def keyed_cases(run_id: str) -> list[tuple[str, list[str], bytes, dict[str, str]]]:
+    """--idempotency-key, bad on every command that takes one, and --plan given one."""
+    acts = {
+        "def create": ["def", "create", "k1", "-f", "walk.json", "--by", "r"],
+        "def publish": ["def", "publish", "walk", "--by", "r"],
+        "token create": ["token", "create", "kim"],
+        "keep": ["keep", run_id, "--reason", "x", "--by", "r"],
+        "retry": ["retry", run_id, NIL, "--by", "r"],
+        "cleanup": ["cleanup", run_id, "--by", "r"],
+    }
+    bad = {"empty": "", "a NUL": "k\x00", "201 chars": "k" * 201, "a newline": "k\nk"}
+    cases = [
+        (f"{name}: --idempotency-key {said}", [*args, "--idempotency-key", key], b"", {})
+        for name, args in acts.items()
+        for said, key in bad.items()
+    ]
+    plan = ["cleanup", "--where", "module=x", "--plan", "--idempotency-key", "p"]
+    return [*cases, ("cleanup --plan: --idempotency-key", plan, b"", {})]
 
 
 def api_cases(run_id: str) -> list[tuple[str, str, str, dict[str, Any], str | None]]:

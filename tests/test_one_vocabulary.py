@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import get_args
 
-from runledger.application import words
+from runledger.application import plain, words
 from runledger.application.api.app import routes
 from runledger.domain.fate import STATES
 from runledger.domain.run import RunStatus
@@ -173,11 +173,11 @@ def test_an_error_reads_as_history_once_its_entry_is_settled_and_values_as_peopl
     for settled in ("reverted", "expired", "kept"):
         assert words.error_said(settled, "down") == "earlier attempt failed: down"
     assert words.error_said("reverted", None) is None
-    assert words.value_said("storm") == "storm"
-    assert words.value_said(None) == "—"
-    assert words.value_said(True) == "yes"
-    assert words.value_said("2026-12-02T12:00:05+00:00") == "2026-12-02 12:00:05 UTC"
-    assert words.value_said({"rain": [0.2]}) == '{"rain": [0.2]}'
+    assert plain.value_said("storm") == "storm"
+    assert plain.value_said(None) == "—"
+    assert plain.value_said(True) == "yes"
+    assert plain.value_said("2026-12-02T12:00:05+00:00") == "2026-12-02 12:00:05 UTC"
+    assert plain.value_said({"rain": [0.2]}) == '{"rain": [0.2]}'
     assert words.field_value("state", "superseded") == "replaced"
     assert words.log_kind("cleanup.reverted").said == "given back"
     assert words.log_kind("entry.something_new").said == "entry: something new"

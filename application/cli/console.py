@@ -13,7 +13,7 @@ from uuid import UUID
 from rich.console import Console
 from rich.text import Text
 
-from runledger.application import words
+from runledger.application import plain, words
 from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.application.bootstrap import Runledger
 from runledger.application.cli.display import safe_text
@@ -108,7 +108,7 @@ def _show_log(
         kind = words.log_kind(line.kind)
         console.print(
             Text.assemble(
-                f"  {words.when(line.at)} ",
+                f"  {plain.when(line.at)} ",
                 (f"{kind.said:<18}", TONE_STYLE[kind.tone]),
                 f" {describe(line.detail)}",
             )
@@ -133,7 +133,7 @@ def _left(entry: EntryRow) -> str:
     why = entry.last_error or "not yet tried"
     if entry.terminal or entry.status == "drifted":
         why = f"not retried: {why}"
-    later = f"; next attempt at {words.when(entry.next_attempt)}" if entry.next_attempt else ""
+    later = f"; next attempt at {plain.when(entry.next_attempt)}" if entry.next_attempt else ""
     state = words.state_word(entry.status, running=False).said
     return (
         f"{safe_text(entry.name)} {safe_text(state)}, "
@@ -161,7 +161,7 @@ def describe(detail: dict[str, Any]) -> str:
         if isinstance(value, list):
             shown = ", ".join(safe_text(v) for v in value)
         else:
-            shown = safe_text(words.value_said(value))
+            shown = safe_text(plain.value_said(value))
         parts.append(f"{safe_text(words.detail_key(key))}={shown}")
     return "  ".join(parts)
 
@@ -175,8 +175,3 @@ def cleanup_words(summary: CleanupSummary) -> tuple[str | Text, ...]:
         f"(by {safe_text(summary.by)}); cleanup ",
         cleanup_text("ended", summary.cleanup_status),
     )
-
-
-def counted(n: int, thing: str) -> str:
-    """``n`` things, in words: "1 run", "3 runs"."""
-    return f"{n:,} {thing}" if n == 1 else f"{n:,} {thing}s"

@@ -19,8 +19,9 @@ from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, text_checked
 from runledger.application.cli.tables import Table
 from runledger.application.errors import BadRequest, NotFound
+from runledger.application.plain import when
 from runledger.application.services.history import StepFrame, Stepping
-from runledger.application.words import event_said, field_said, field_value, when
+from runledger.application.words import event_said, field_said, field_value
 from runledger.domain.values import check_text
 
 

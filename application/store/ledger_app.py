@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-import fcntl
-import os
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote
 from uuid import UUID
 
 import psycopg
@@ -22,15 +18,13 @@ from runledger.application.errors import (
     STORE_ERRORS,
     NotInitialised,
     RunledgerError,
-    StoreCorrupt,
     StoreReadOnly,
     StoreUnavailable,
     store_error,
 )
 from runledger.application.settings import StoreConfig
-from runledger.application.store import pg_insert, pooling, riding, saving
+from runledger.application.store import pg_insert, pooling, riding, saving, sqlite_file
 from runledger.application.store.transcoding import FastJSONTranscoder
-from runledger.domain.text import safe_text
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.postgres import PostgresBackend
@@ -69,15 +63,15 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
     """
     env = {**config.env, "CREATE_TABLE": "n"}
     if config.engine == "sqlite":
-        _refuse_no_file(config)
-        env["SQLITE_DBNAME"] = _sqlite_name(config.env["SQLITE_DBNAME"])
+        sqlite_file.refuse_no_file(config)
+        env["SQLITE_DBNAME"] = sqlite_file.sqlite_name(config.env["SQLITE_DBNAME"])
     app: LedgerApp | None = None
     try:
         _probe(config)
         app = LedgerApp(env=env)
         _binary_inserts(app)
         backend = _backend(app)
-        _refuse_damaged(backend, config)
+        sqlite_file.refuse_damaged(backend, config)
         missing = backend.missing_tables()
         older = [] if missing else missing_columns(backend) + missing_indexes(backend)
         if isinstance(backend, PostgresBackend):
@@ -114,7 +108,7 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
     """
     env = {**config.env, "CREATE_TABLE": "y" if config.engine == "postgres" else "n"}
     path = config.env.get("SQLITE_DBNAME")
-    if path is not None and _sqlite_name(path) != path:
+    if path is not None and sqlite_file.sqlite_name(path) != path:
         raise StoreReadOnly(
             f"the store is read-only: the {config.display} or its folder "
             "cannot be written, so its tables cannot be created"
@@ -125,7 +119,7 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
             try:
                 _binary_inserts(app)
                 backend = _backend(app)
-                _refuse_damaged(backend, config)
+                sqlite_file.refuse_damaged(backend, config)
                 with _creating(app, backend) as cursor:
                     yield app, backend, cursor
             finally:
@@ -137,7 +131,7 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
 @contextmanager
 def _init_lock(config: StoreConfig) -> Iterator[None]:
     if config.engine != "postgres":
-        with _file_lock(Path(config.env["SQLITE_DBNAME"])):
+        with sqlite_file.file_lock(Path(config.env["SQLITE_DBNAME"])):
             yield
         return
     with _connect(config) as conn:
@@ -148,30 +142,6 @@ def _init_lock(config: StoreConfig) -> Iterator[None]:
         if config.schema:
             conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(config.schema)))
         yield  # closing the connection releases the lock, whatever happened
-
-
-@contextmanager
-def _file_lock(path: Path, timeout_s: float = 120.0) -> Iterator[None]:
-    """Inits of one SQLite file take turns. Its first connections switch the file to WAL, and
-    SQLite can answer "database is locked" to a second process doing so at the same moment,
-    whatever its busy timeout. flock is separate from SQLite's own POSIX locks on the file, and
-    an empty file is an empty database, so creating it here changes nothing."""
-    with open(path, "ab") as held:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreUnavailable(
-                        f"another `runledger init` held {path} for over {timeout_s:g}s"
-                    ) from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 @contextmanager
@@ -187,55 +157,8 @@ def _creating(app: LedgerApp, backend: Backend) -> Iterator[Cursor]:
         yield cursor
 
 
-def _refuse_no_file(config: StoreConfig) -> None:
-    """Only `runledger init` makes the store's file: any other command on a path with nothing
-    there (a typo in the URL, most often) would leave an empty file behind."""
-    if not Path(config.env["SQLITE_DBNAME"]).exists():
-        raise NotInitialised(
-            f"the {config.display} does not exist: run `runledger init` to create it, "
-            "or check RUNLEDGER_DATABASE_URL"
-        )
-
-
-def _refuse_damaged(backend: Backend, config: StoreConfig) -> None:
-    """An SQLite file whose pages are damaged is refused before anything is written into it:
-    a write may land on pages that are whole, and only a later read would find the damage.
-    quick_check reads every page once (about 1 ms per MB, measured on a 94 MB file)."""
-    if not isinstance(backend, SQLiteBackend):
-        return
-    with backend.transaction(commit=False) as cursor:
-        cursor.execute("PRAGMA quick_check(1)")
-        row = cursor.fetchone()
-    found = str(row[0]) if row else "ok"
-    if found != "ok":
-        said = found.removeprefix("*** in database main ***").strip().splitlines() or [found]
-        raise StoreCorrupt(
-            f"the {config.display} is damaged (corrupted): {safe_text(said[0], 240)}; "
-            "nothing was written (restore it from a backup)"
-        )
-
-
 def _opening(error: BaseException, config: StoreConfig) -> RunledgerError:
     return store_error(error, config.display, config.env.get("SQLITE_DBNAME"))
-
-
-def _sqlite_name(path: str) -> str:
-    """The file's name, or a read-only URI when the file or its folder cannot be written.
-
-    os.access asks the kernel, so an immutable file (chattr +i) or a read-only mount counts
-    even for root. In WAL mode SQLite needs -wal and -shm files beside the database: without a
-    writable folder to make them in, only immutable=1 reads it, and that is safe only while no
-    -wal file exists (a writer could not have created one either).
-    """
-    file = Path(path)
-    folder = file.parent
-    if not file.exists() or (os.access(file, os.W_OK) and os.access(folder, os.W_OK)):
-        return path
-    uri = f"file:{quote(str(file.resolve()))}?mode=ro"
-    wal = file.with_name(file.name + "-wal")
-    if not os.access(folder, os.W_OK) and not wal.exists():
-        uri += "&immutable=1"
-    return uri
 
 
 def _probe(config: StoreConfig) -> None:

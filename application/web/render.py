@@ -11,6 +11,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from runledger import __version__
+from runledger.application import plain
 from runledger.application import words as vocabulary
 from runledger.application.cli.display import json_text
 from runledger.application.errors import BadQuery
@@ -48,7 +49,7 @@ env.autoescape = True  # every string from a module, an author or an operator is
 # ... and first made visible: control characters, bidi overrides and megabytes shown, not obeyed.
 env.finalize = lambda value: safe_text(value) if type(value) is str else value
 env.filters.update(
-    when=words.when, iso=words.iso, short=words.short, json=_json, said=vocabulary.value_said
+    when=words.when, iso=words.iso, short=words.short, json=_json, said=plain.value_said
 )
 env.globals.update(
     CLEANUP=vocabulary.CLEANUP,
@@ -63,7 +64,7 @@ env.globals.update(
     event_said=vocabulary.event_said,
     field_said=vocabulary.field_said,
     error_said=vocabulary.error_said,
-    entries_counted=vocabulary.entries,
+    entries_counted=plain.entries,
     version=__version__,
 )
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from runledger.application.words import STATE, when
+from runledger.application.plain import when
+from runledger.application.words import STATE
 
 __all__ = ["iso", "short", "state_order", "when"]
 

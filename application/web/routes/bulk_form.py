@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from runledger.application.api.schemas import bulk
 from runledger.application.errors import BadQuery
-from runledger.application.words import counted, entries
+from runledger.application.plain import counted, entries
 from runledger.domain.text import safe_text
 
 FIELDS = ("module", "action", "run_status", "cleanup_status", "ended_after", "ended_before")

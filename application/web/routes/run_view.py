@@ -11,10 +11,11 @@ from uuid import UUID
 from runledger.application.api import reading
 from runledger.application.api.schemas.runs import LogLine
 from runledger.application.bootstrap import Runledger
+from runledger.application.plain import value_said
 from runledger.application.services.tokens import Actor
 from runledger.application.web.routes.acts import LABELS, offered
 from runledger.application.web.words import state_order
-from runledger.application.words import detail_key, value_said
+from runledger.application.words import detail_key
 from runledger.domain.fate import UNRESOLVED
 from runledger.domain.text import safe_text
 
