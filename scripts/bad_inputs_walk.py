@@ -233,7 +233,7 @@ def keyed_cases(run_id: str) -> list[tuple[str, list[str], bytes, dict[str, str]
         "cleanup": ["cleanup", run_id, "--by", "r"],
     }
     bad = {"empty": "", "a NUL": "k\x00", "201 chars": "k" * 201, "a newline": "k\nk"}
-    cases = [
+    cases: list[tuple[str, list[str], bytes, dict[str, str]]] = [
         (f"{name}: --idempotency-key {said}", [*args, "--idempotency-key", key], b"", {})
         for name, args in acts.items()
         for said, key in bad.items()

@@ -69,6 +69,12 @@ env.globals.update(
 )
 
 
+def as_typed(text: str) -> Markup:
+    """Text for a text area as it was typed, line breaks and all: escaped here, not made safe by
+    the page's finalize, which would show every line break as \\n."""
+    return Markup.escape(text.encode("utf-8", "replace").decode("utf-8"))
+
+
 def choice(field: str, value: str, allowed: Any) -> Any:
     """A filter's value from a form: "" is "any"; anything else must be one of ``allowed``."""
     if not value:

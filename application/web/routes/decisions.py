@@ -37,6 +37,8 @@ Reason = Annotated[str, Form(max_length=10_000)]
 Back = Literal["entry", "run"]
 """The page a decision about one entry lands on: the entry's, or the run's (from its groups)."""
 BackTo = Annotated[Back, Query()]
+Act = Literal["keep", "retry"]
+"""What a person may decide about one entry."""
 env.globals["DECIDABLE"] = UNRESOLVED  # the states decide_*.html offer to keep or retry
 
 
@@ -55,7 +57,7 @@ def decide(
     actor: Reader,
     run_id: UUID,
     entry: Annotated[UUID, Query()],
-    act: Annotated[Literal["keep", "retry"], Query()],
+    act: Annotated[Act, Query()],
 ) -> RedirectResponse:
     """A group's form on the run's page: the chosen entry's confirmation."""
     operators_only(actor)
@@ -64,46 +66,26 @@ def decide(
     return RedirectResponse(f"/entries/{entry}/{act}?back=run", status_code=303)
 
 
-@router.get("/entries/{entry_id}/keep", response_class=HTMLResponse)
-def confirm_keep(
-    request: Request, rl: Rl, actor: Reader, entry_id: UUID, back: BackTo = "entry"
+@router.get("/entries/{entry_id}/{act}", response_class=HTMLResponse)
+def confirm(
+    request: Request, rl: Rl, actor: Reader, entry_id: UUID, act: Act, back: BackTo = "entry"
 ) -> HTMLResponse:
     operators_only(actor)
-    return _entry_confirmation(request, rl, actor, entry_id, "keep", back)
+    return _entry_confirmation(request, rl, actor, entry_id, act, back)
 
 
-@router.get("/entries/{entry_id}/retry", response_class=HTMLResponse)
-def confirm_retry(
-    request: Request, rl: Rl, actor: Reader, entry_id: UUID, back: BackTo = "entry"
-) -> HTMLResponse:
-    operators_only(actor)
-    return _entry_confirmation(request, rl, actor, entry_id, "retry", back)
-
-
-@router.post("/entries/{entry_id}/keep", response_model=None)
-def keep(
+@router.post("/entries/{entry_id}/{act}", response_model=None)
+def decide_entry(
     request: Request,
     rl: Rl,
     writes: Writes,
     actor: Acting,
     entry_id: UUID,
+    act: Act,
     reason: Reason = "",
     back: Annotated[Back, Form()] = "entry",
 ) -> Response:
-    return _decide_entry(request, rl, writes, actor, entry_id, reason, "keep", back)
-
-
-@router.post("/entries/{entry_id}/retry", response_model=None)
-def retry(
-    request: Request,
-    rl: Rl,
-    writes: Writes,
-    actor: Acting,
-    entry_id: UUID,
-    reason: Reason = "",
-    back: Annotated[Back, Form()] = "entry",
-) -> Response:
-    return _decide_entry(request, rl, writes, actor, entry_id, reason, "retry", back)
+    return _decide_entry(request, rl, writes, actor, entry_id, reason, act, back)
 
 
 def _decide_entry(
@@ -113,7 +95,7 @@ def _decide_entry(
     actor: Acting,
     entry_id: UUID,
     reason: str,
-    act: Literal["keep", "retry"],
+    act: Act,
     back: Back,
 ) -> Response:
     """Keep or retry one entry in the actor's name; a refusal shows the confirmation again."""
@@ -173,7 +155,7 @@ def _entry_confirmation(
     rl: Rl,
     actor: Actor,
     entry_id: UUID,
-    act: Literal["keep", "retry"],
+    act: Act,
     back: Back,
     code: int = 200,
     refused: str | None = None,

@@ -7,13 +7,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup
 
 from runledger.application.api.deps import Rl, Writes
 from runledger.application.errors import BadRequest
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor
-from runledger.application.web.render import page
+from runledger.application.web.render import as_typed, page
 from runledger.application.web.routes.definition_actions import operator
 from runledger.application.web.routes.definition_acts import Outcome, keep_outcome
 from runledger.application.web.routes.definition_view import SHORT, canonical, found
@@ -49,9 +48,7 @@ def editor(
         actor,
         code,
         definition=definition,
-        # The text area holds the spec as typed, line breaks and all: escaped here, not made safe
-        # by the page's finalize, which would show every line break as \n.
-        text=Markup.escape(text.encode("utf-8", "replace").decode("utf-8")),
+        text=as_typed(text),
         refused=None if refused is None else safe_text(refused, 2_000),
         SHORT=SHORT,
     )

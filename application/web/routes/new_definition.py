@@ -8,13 +8,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup
 
 from runledger.application.api.deps import Rl, Writes
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor
-from runledger.application.web.render import page
+from runledger.application.web.render import as_typed, page
 from runledger.application.web.routes.definition_actions import operator
 from runledger.application.web.routes.definition_acts import Outcome, keep_outcome
 from runledger.application.web.session import Acting, Reader
@@ -93,9 +92,7 @@ def form(
         actor,
         code,
         name=name,
-        # As typed, line breaks and all: escaped here, not made safe by the page's finalize,
-        # which would show every line break as \n (as draft.py does).
-        text=Markup.escape(text.encode("utf-8", "replace").decode("utf-8")),
+        text=as_typed(text),
         refused=None if refused is None else safe_text(refused, 2_000),
         max_bytes=MAX_SPEC_BYTES,
     )
