@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 from fastapi.testclient import TestClient
 
-from runledger.application.api.app import create_app
+from runledger.application.asgi import create_app
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.cli.app import run
 from runledger.application.modules.protocol import Registry

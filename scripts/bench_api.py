@@ -31,9 +31,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_history import NOW, fresh_store, given_back_run
 
-from runledger.application.api import reading
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.reading import answers as reading
 from runledger.application.settings import Settings
 from runledger.projections.pages import RunFilter
 

@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_api import CLI, _wait_up, spare_port
 from bench_history import fresh_store
 
-from runledger.application.api import reading
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.reading import answers as reading
 from runledger.application.settings import Settings
 from runledger.domain.spec import MAX_STEPS
 

@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from runledger.application.api.app import create_app
+from runledger.application.asgi import create_app
 from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
 from tests.game import phase, spec, step

@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from runledger.application.api.app import create_app
+from runledger.application.asgi import create_app
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings

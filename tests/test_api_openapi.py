@@ -8,7 +8,7 @@ import runpy
 from pathlib import Path
 from typing import Any
 
-from runledger.application.api.schemas.specs import SPEC_SCHEMA, inlined
+from runledger.application.reading.schemas.specs import SPEC_SCHEMA, inlined
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS, RunSpec
 
 ROOT = Path(__file__).resolve().parent.parent

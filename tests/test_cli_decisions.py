@@ -12,11 +12,11 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.api.schemas.decisions import EntryRetried, Kept
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli import exits
 from runledger.application.modules.protocol import Registry
+from runledger.application.reading.schemas.decisions import EntryRetried, Kept
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow
 from tests.reading import lines, written

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runledger.application.api.schemas import definitions, runs
 from runledger.application.cli import answers, exits
+from runledger.application.reading.schemas import definitions, runs
 from tests.test_cli_json import (
     Cli,
     cli_fixture,  # noqa: F401  (a fixture)

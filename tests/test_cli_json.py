@@ -24,10 +24,10 @@ import pytest
 import typer
 from pydantic import TypeAdapter
 
-from runledger.application.api.schemas import fleet, history, runs, tokens
 from runledger.application.cli import answers, exits
 from runledger.application.cli.app import app, run
 from runledger.application.cli.console import console
+from runledger.application.reading.schemas import fleet, history, runs, tokens
 from runledger.application.settings import ENV_NAMES
 from tests.test_cli import RUNLEDGER
 

@@ -16,10 +16,10 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.api import reading
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.errors import BadRequest, Conflict, NotFound
 from runledger.application.modules.protocol import Registry
+from runledger.application.reading import answers as reading
 from runledger.application.settings import Settings
 from runledger.domain.errors import NotClaimable
 from runledger.domain.resource import LEASE_KIND

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from runledger.application.cli.display import MAX_CHARS, json_text, safe_repr, safe_text
+from runledger.application.display import MAX_CHARS, json_text, safe_repr, safe_text
 
 RED = "\x1b[31m"
 ALERT = "[bold red]ALERT[/bold red]"

@@ -1,16 +1,12 @@
-"""The FastAPI application over one composition root: the API, and the console at /."""
+"""The API: its routes, schemas and error answers as one FastAPI application (asgi.py serves
+it beside the console)."""
 
 from __future__ import annotations
 
-import threading
-
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry
 
 from runledger import __version__
 from runledger.application.api import errors
-from runledger.application.api.metrics import StoreCollector
-from runledger.application.api.request_log import RequestLog
 from runledger.application.api.routes import (
     bulk,
     decisions,
@@ -21,8 +17,6 @@ from runledger.application.api.routes import (
     occurrences,
     runs,
 )
-from runledger.application.bootstrap import Runledger
-from runledger.application.web import console
 
 DESCRIPTION = """Everything an operator can do with runledger: runs, their entries and logs,
 cleanup (one run, or a plan over many after an outage), history, definitions (drafts, dry runs,
@@ -48,18 +42,4 @@ def routes() -> FastAPI:
     ):
         app.include_router(router)
     errors.install(app)
-    return app
-
-
-def create_app(rl: Runledger) -> FastAPI:
-    """The API over one composition root."""
-    app = routes()
-    app.state.rl = rl
-    app.state.writes = threading.Lock()
-    registry: CollectorRegistry = rl.telemetry.registry
-    registry.register(StoreCollector(rl))
-    app.state.metrics = registry
-    console.install(app, rl)
-
-    app.add_middleware(RequestLog, rl=rl)
     return app

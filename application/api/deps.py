@@ -1,34 +1,18 @@
-"""What a route needs, as typed dependencies: the composition root, and who is asking."""
+"""Who is asking the API, as typed dependencies: a bearer token's person and role (the
+composition root and the write turn are application/deps.py's, shared with the console)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.deps import Rl
 from runledger.application.services.tokens import Actor
 from runledger.domain.token import Role, a_role, may
 
 bearer = HTTPBearer(auto_error=False, description="a token from `runledger token create`")
-
-
-def get_rl(request: Request) -> Runledger:
-    rl: Runledger = request.app.state.rl
-    return rl
-
-
-def get_writes(request: Request) -> threading.Lock:
-    """One write at a time per process: the services keep per-call state (what the live
-    runners serve, a sweep's place) on themselves."""
-    lock: threading.Lock = request.app.state.writes
-    return lock
-
-
-Rl = Annotated[Runledger, Depends(get_rl)]
-Writes = Annotated[threading.Lock, Depends(get_writes)]
 
 
 def _actor(rl: Rl, credentials: HTTPAuthorizationCredentials | None) -> Actor:

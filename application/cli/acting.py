@@ -9,12 +9,9 @@ from uuid import UUID
 
 import typer
 
-from runledger.application.api import reading
-from runledger.application.api.schemas.runs import Advanced, RunDetail
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.keyed import (
     IdempotencyKey,
@@ -24,6 +21,9 @@ from runledger.application.cli.keyed import (
     terminal_person,
 )
 from runledger.application.cli.options import AsJson, file_text, person_checked, reason_checked
+from runledger.application.display import safe_text
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas.runs import Advanced, RunDetail
 
 
 def start(

@@ -9,9 +9,9 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from runledger.application.api.schemas import runs
-from runledger.application.api.schemas.common import Answer
-from runledger.application.cli.display import json_text
+from runledger.application.display import json_text
+from runledger.application.reading.schemas import runs
+from runledger.application.reading.schemas.common import Answer
 
 
 def print_json(answer: BaseModel | Sequence[BaseModel]) -> None:

@@ -35,8 +35,8 @@ from runledger.application.cli import (
     tokens,
 )
 from runledger.application.cli.console import console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, answering_json, fail
+from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest, RunledgerError
 from runledger.application.modules.threads import left_behind
 from runledger.domain.values import plain_message

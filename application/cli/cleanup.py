@@ -10,17 +10,17 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.api import reading
-from runledger.application.api.schemas.bulk import Applied, Apply, Plan, Selector
-from runledger.application.api.schemas.runs import CleanupSummary
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits, where
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, cleanup_words, console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.keyed import IdempotencyKey, once
 from runledger.application.cli.options import AsJson, person_checked
+from runledger.application.display import safe_text
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas.bulk import Applied, Apply, Plan, Selector
+from runledger.application.reading.schemas.runs import CleanupSummary
 
 Where = Annotated[
     list[str] | None,

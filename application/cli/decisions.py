@@ -11,17 +11,17 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.api import reading_decisions
-from runledger.application.api.schemas.decisions import EntryRetried, Kept
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.keyed import IdempotencyKey, once
 from runledger.application.cli.options import AsJson, person_checked, reason_checked
+from runledger.application.display import safe_text
 from runledger.application.plain import counted
+from runledger.application.reading import decided as reading_decisions
+from runledger.application.reading.schemas.decisions import EntryRetried, Kept
 
 Run = Annotated[UUID, typer.Argument(metavar="RUN", help="an ended run")]
 By = Annotated[str, typer.Option(help="who decides", callback=person_checked)]

@@ -9,13 +9,10 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.api import reading_definitions as answer
-from runledger.application.api.schemas import definitions as schema
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import json_text, safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.keyed import IdempotencyKey, once, spec_body
 from runledger.application.cli.options import (
@@ -26,6 +23,9 @@ from runledger.application.cli.options import (
     person_checked,
 )
 from runledger.application.cli.tables import Table
+from runledger.application.display import json_text, safe_text
+from runledger.application.reading import definitions as answer
+from runledger.application.reading.schemas import definitions as schema
 from runledger.domain.occurrence import OccurrenceState
 
 app = typer.Typer(

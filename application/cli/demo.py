@@ -16,8 +16,8 @@ from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli.console import console, show_runs
 from runledger.application.cli.demo_specs import DUEL, FESTIVAL, MARKET, PARADE
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
+from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
 from runledger.application.services.runner import Runner, TickReport
 from runledger.application.services.spec_input import parse_spec

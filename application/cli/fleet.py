@@ -8,14 +8,14 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from runledger.application.api.schemas import fleet
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, within
 from runledger.application.cli.tables import Table
+from runledger.application.display import safe_text
+from runledger.application.reading.schemas import fleet
 from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
 
 STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}

@@ -10,16 +10,16 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from runledger.application.api import reading
-from runledger.application.api.schemas import fleet
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, person_checked, text_checked
 from runledger.application.cli.tables import Table
+from runledger.application.display import safe_text
 from runledger.application.modules.loader import ModuleStatus
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas import fleet
 
 
 def modules(as_json: AsJson = False) -> None:

@@ -10,8 +10,8 @@ from typing import IO, Annotated, Any
 
 import typer
 
-from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage, answering_json
+from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadRequest
 from runledger.application.services.definitions import definition_name
 from runledger.application.services.inputs import MAX_NAME

@@ -10,16 +10,16 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from runledger.application.api.schemas.fleet import Projection
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import Difference, Rebuilt, print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import json_text, safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson
 from runledger.application.cli.tables import Table
+from runledger.application.display import json_text, safe_text
 from runledger.application.errors import ProjectionStuck
+from runledger.application.reading.schemas.fleet import Projection
 from runledger.projections.errors import Stuck
 from runledger.projections.rebuild import Difference as Differing
 from runledger.projections.rebuild import RebuildReport, choose

@@ -9,14 +9,14 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.api import reading
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import TONE_STYLE, cleanup_text, console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, moment
 from runledger.application.cli.tables import Table
+from runledger.application.display import safe_text
+from runledger.application.reading import answers as reading
 from runledger.application.services.history import Replay
 
 STATE_STYLE = {state: TONE_STYLE[said.tone] for state, said in words.STATE.items()}

@@ -11,14 +11,14 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from runledger.application.api import reading
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import Advance, Tick, print_json
 from runledger.application.cli.console import cleanup_words, console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, interval_s, worker_checked
+from runledger.application.display import safe_text
 from runledger.application.plain import counted
+from runledger.application.reading import answers as reading
 from runledger.application.services.runs import AdvanceReport
 from runledger.application.telemetry import configure_logging
 

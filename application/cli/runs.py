@@ -10,17 +10,17 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.api import reading
-from runledger.application.api.schemas import runs as schemas
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import RunLog, print_json
 from runledger.application.cli.console import LOG_LINES, cleanup_text, console, show_runs
-from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson, moment, typed, within
 from runledger.application.cli.tables import Table
+from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadQuery
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas import runs as schemas
 from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupFilter

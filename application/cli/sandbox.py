@@ -12,9 +12,9 @@ from runledger.application.builtin_modules.sandbox.world import KNOBS as KNOB_NA
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli.answers import Changed, Thing, World, print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson
+from runledger.application.display import safe_repr, safe_text
 from runledger.application.settings import Settings
 from runledger.domain.values import check_text
 

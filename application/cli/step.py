@@ -10,16 +10,16 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.api import reading
 from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, text_checked
 from runledger.application.cli.tables import Table
+from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.plain import when
+from runledger.application.reading import answers as reading
 from runledger.application.services.history import StepFrame, Stepping
 from runledger.application.words import event_said, field_said, field_value
 from runledger.domain.values import check_text

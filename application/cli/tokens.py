@@ -7,15 +7,15 @@ from uuid import UUID
 
 import typer
 
-from runledger.application.api.schemas.tokens import IssuedToken, Token
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.display import safe_text
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.keyed import IdempotencyKey, once, terminal_person
 from runledger.application.cli.options import AsJson, person_checked, role_checked
 from runledger.application.cli.tables import Table
+from runledger.application.display import safe_text
+from runledger.application.reading.schemas.tokens import IssuedToken, Token
 from runledger.domain.token import ROLES
 
 ROLE_HELP = (

@@ -7,10 +7,10 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from runledger.application.api.schemas.bulk import Selector
-from runledger.application.cli.display import safe_repr, safe_text
 from runledger.application.cli.errors import Usage
 from runledger.application.cli.options import moment
+from runledger.application.display import safe_repr, safe_text
+from runledger.application.reading.schemas.bulk import Selector
 from runledger.domain.status import CleanupStatus
 from runledger.domain.values import plain_message
 

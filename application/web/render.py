@@ -13,7 +13,7 @@ from markupsafe import Markup
 from runledger import __version__
 from runledger.application import plain
 from runledger.application import words as vocabulary
-from runledger.application.cli.display import json_text
+from runledger.application.display import json_text
 from runledger.application.errors import BadQuery
 from runledger.application.services.tokens import Actor
 from runledger.application.web import words

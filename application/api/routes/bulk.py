@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Operator, Rl, Viewer
+from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
-from runledger.application.api.schemas import bulk
-from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
+from runledger.application.api.responses import ACTING, AUTHENTICATED
+from runledger.application.deps import Rl
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas import bulk
 
 router = APIRouter(
     prefix="/admin/events/cleanup", tags=["cleanup"], responses=AUTHENTICATED | ACTING

@@ -8,11 +8,13 @@ from uuid import UUID
 
 from fastapi import APIRouter, Response
 
-from runledger.application.api import reading, reading_decisions
-from runledger.application.api.deps import Operator, Rl
+from runledger.application.api.deps import Operator
 from runledger.application.api.once import Once
-from runledger.application.api.schemas import decisions
-from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
+from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
+from runledger.application.deps import Rl
+from runledger.application.reading import answers as reading
+from runledger.application.reading import decided as reading_decisions
+from runledger.application.reading.schemas import decisions
 
 router = APIRouter(
     prefix="/admin/events/runs", tags=["runs"], responses=AUTHENTICATED | ABOUT_ONE | ACTING

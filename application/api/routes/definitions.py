@@ -6,12 +6,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
-from runledger.application.api import reading_definitions as answer
-from runledger.application.api.deps import Operator, Rl, Viewer, Writes
+from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
-from runledger.application.api.schemas import definitions as schema
-from runledger.application.api.schemas.common import Problem
-from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
+from runledger.application.api.responses import ACTING, AUTHENTICATED
+from runledger.application.deps import Rl, Writes
+from runledger.application.reading import definitions as answer
+from runledger.application.reading.schemas import definitions as schema
+from runledger.application.reading.schemas.common import Problem
 from runledger.application.services.definitions import MAX_LISTED
 from runledger.domain.occurrence import OccurrenceState
 

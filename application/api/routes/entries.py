@@ -7,11 +7,12 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Rl, Viewer
-from runledger.application.api.schemas import history, runs
-from runledger.application.api.schemas.common import MAX_INT
-from runledger.application.api.schemas.responses import ABOUT_ONE, AUTHENTICATED
+from runledger.application.api.deps import Viewer
+from runledger.application.api.responses import ABOUT_ONE, AUTHENTICATED
+from runledger.application.deps import Rl
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas import history, runs
+from runledger.application.reading.schemas.common import MAX_INT
 
 router = APIRouter(prefix="/admin/entries", tags=["entries"], responses=AUTHENTICATED | ABOUT_ONE)
 

@@ -7,11 +7,12 @@ from uuid import UUID
 
 from fastapi import APIRouter, Response
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Admin, Rl, Viewer, Writes
+from runledger.application.api.deps import Admin, Viewer
 from runledger.application.api.once import Once
-from runledger.application.api.schemas import fleet, tokens
-from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
+from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
+from runledger.application.deps import Rl, Writes
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas import fleet, tokens
 
 router = APIRouter(prefix="/admin", tags=["fleet"], responses=AUTHENTICATED | ABOUT_ONE | ACTING)
 

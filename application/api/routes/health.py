@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from runledger.application.api.deps import Rl
-from runledger.application.api.schemas import fleet
+from runledger.application.deps import Rl
 from runledger.application.errors import STORE_ERRORS, RunledgerError
+from runledger.application.reading.schemas import fleet
 from runledger.application.settings import store_config
 from runledger.domain.text import safe_text
 

@@ -7,12 +7,13 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query, Response
 
-from runledger.application.api import reading_definitions as answer
-from runledger.application.api.deps import Operator, Rl, Viewer
+from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
+from runledger.application.api.responses import ACTING, AUTHENTICATED
 from runledger.application.api.routes.definitions import UNKNOWN, Limit
-from runledger.application.api.schemas import definitions as schema
-from runledger.application.api.schemas.responses import ACTING, AUTHENTICATED
+from runledger.application.deps import Rl
+from runledger.application.reading import definitions as answer
+from runledger.application.reading.schemas import definitions as schema
 from runledger.domain.occurrence import OccurrenceState
 
 router = APIRouter(

@@ -8,13 +8,14 @@ from uuid import UUID
 from fastapi import APIRouter, Body, Query, Response
 from pydantic import AwareDatetime
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Operator, Rl, Viewer
+from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
-from runledger.application.api.schemas import history, runs
-from runledger.application.api.schemas.common import MAX_INT, StoredText
-from runledger.application.api.schemas.responses import ABOUT_ONE, ACTING, AUTHENTICATED
-from runledger.application.api.schemas.specs import Spec
+from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
+from runledger.application.deps import Rl
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas import history, runs
+from runledger.application.reading.schemas.common import MAX_INT, StoredText
+from runledger.application.reading.schemas.specs import Spec
 from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupFilter

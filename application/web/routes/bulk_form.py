@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runledger.application.api.schemas import bulk
 from runledger.application.errors import BadQuery
 from runledger.application.plain import counted, entries
+from runledger.application.reading.schemas import bulk
 from runledger.domain.text import safe_text
 
 FIELDS = ("module", "action", "run_status", "cleanup_status", "ended_after", "ended_before")

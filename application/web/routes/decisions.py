@@ -17,10 +17,10 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Rl, Writes
-from runledger.application.api.schemas.runs import Entry
+from runledger.application.deps import Rl, Writes
 from runledger.application.errors import BadRequest, Conflict, NotFound
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas.runs import Entry
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import env, page
 from runledger.application.web.routes import deciding

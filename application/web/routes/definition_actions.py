@@ -16,9 +16,9 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.api import reading_definitions as answer
-from runledger.application.api.deps import Rl, Writes
+from runledger.application.deps import Rl, Writes
 from runledger.application.errors import BadRequest, Conflict
+from runledger.application.reading import definitions as answer
 from runledger.application.services.occurrences import MAX_LISTED
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page

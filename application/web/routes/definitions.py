@@ -9,8 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.api import reading_definitions as answer
-from runledger.application.api.deps import Rl
+from runledger.application.deps import Rl
+from runledger.application.reading import definitions as answer
 from runledger.application.services.definitions import MAX_LISTED
 from runledger.application.web.render import choice, page
 from runledger.application.web.routes import definition_actions, draft

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.api.deps import Rl, Writes
+from runledger.application.deps import Rl, Writes
 from runledger.application.errors import BadRequest
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor

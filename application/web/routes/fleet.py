@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Rl
+from runledger.application.deps import Rl
+from runledger.application.reading import answers as reading
 from runledger.application.web.render import page
 from runledger.application.web.session import Reader
 from runledger.application.words import MODULE, RUNNER

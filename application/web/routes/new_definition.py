@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.api.deps import Rl, Writes
+from runledger.application.deps import Rl, Writes
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor

@@ -12,10 +12,10 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Rl
-from runledger.application.api.schemas import history
+from runledger.application.deps import Rl
 from runledger.application.errors import BadQuery
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas import history
 from runledger.application.web import words
 from runledger.application.web.render import choice, page
 from runledger.application.web.session import Reader

@@ -9,9 +9,9 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Rl
-from runledger.application.api.schemas.common import MAX_INT
+from runledger.application.deps import Rl
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas.common import MAX_INT
 from runledger.application.web.render import page
 from runledger.application.web.routes import run_actions, run_view
 from runledger.application.web.routes.acts import outcome_of

@@ -13,7 +13,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.api.deps import Rl, Writes
+from runledger.application.deps import Rl, Writes
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page

@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from runledger.application.api import reading
-from runledger.application.api.deps import Rl
-from runledger.application.api.schemas.common import StoredText
+from runledger.application.deps import Rl
+from runledger.application.reading import answers as reading
+from runledger.application.reading.schemas.common import StoredText
 from runledger.application.web.render import choice, page
 from runledger.application.web.session import Reader
 from runledger.domain.run import RunStatus

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.api.deps import Rl
+from runledger.application.deps import Rl
 from runledger.application.web.render import page
 from runledger.application.web.session import check_form_token, sign_in, sign_out
 

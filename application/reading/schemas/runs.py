@@ -6,7 +6,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.api.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, StoredText
 from runledger.application.words import CLEANUP_STATUS_MEANS, RUN, STATE, described
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus

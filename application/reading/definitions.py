@@ -3,7 +3,7 @@ the services' reads (reading.py's counterpart for W5)."""
 
 from __future__ import annotations
 
-from runledger.application.api.schemas import definitions as schema
+from runledger.application.reading.schemas import definitions as schema
 from runledger.application.services.definitions import Publication
 from runledger.domain.definition import Definition, DryRun, Stamp, Version
 from runledger.projections.definitions import DefinitionRow, OccurrenceRow

@@ -4,8 +4,8 @@ from uuid import UUID
 
 from pydantic import AwareDatetime, Field
 
-from runledger.application.api.schemas.common import Answer, Ask, StoredText
-from runledger.application.api.schemas.runs import CleanupSummary, Held
+from runledger.application.reading.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.runs import CleanupSummary, Held
 from runledger.application.words import CLEANUP_STATUS_MEANS, STATE, described
 from runledger.domain.status import CleanupStatus
 

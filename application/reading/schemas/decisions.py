@@ -7,8 +7,8 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.api.schemas.common import Answer, Ask, StoredText
-from runledger.application.api.schemas.runs import Held
+from runledger.application.reading.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.runs import Held
 from runledger.domain.status import CleanupStatus
 
 

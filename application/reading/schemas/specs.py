@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
-from runledger.application.api.schemas.common import Ask
+from runledger.application.reading.schemas.common import Ask
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS, MAX_WAIT_S, NAME
 
 

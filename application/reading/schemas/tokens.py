@@ -5,7 +5,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.api.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, StoredText
 from runledger.domain.token import Role
 
 

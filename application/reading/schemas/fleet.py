@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from runledger.application.api.schemas.common import Answer
+from runledger.application.reading.schemas.common import Answer
 
 
 class Module(Answer):

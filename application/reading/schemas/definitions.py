@@ -8,8 +8,8 @@ from uuid import UUID
 
 from pydantic import AliasChoices, AwareDatetime, ConfigDict, Field
 
-from runledger.application.api.schemas.common import Answer, Ask, StoredText
-from runledger.application.api.schemas.specs import Spec
+from runledger.application.reading.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.specs import Spec
 from runledger.domain.occurrence import OccurrenceState
 
 SPEC = "a run's spec, as `runledger start` reads it"

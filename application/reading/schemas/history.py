@@ -6,7 +6,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.api.schemas.common import Answer
+from runledger.application.reading.schemas.common import Answer
 from runledger.domain.status import CleanupStatus
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runledger.application.api.schemas.common import Problem
+from runledger.application.reading.schemas.common import Problem
 
 AUTHENTICATED: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "no valid bearer token"},
