@@ -1,6 +1,7 @@
 """What a person reads for every run status, cleanup status, entry state, entry event and log
 line: one word and one sign each (SPEC "One vocabulary"). The console, the CLI and the API's
-descriptions all read them here; tests/test_one_vocabulary.py fails when one is written again
+descriptions all read them here; tests/entrypoints/test_one_vocabulary.py fails when one is written
+again
 anywhere else in the package. Every front end may import this module; it imports none of them."""
 
 from __future__ import annotations

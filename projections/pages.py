@@ -14,7 +14,8 @@ from runledger.projections.queries import LogLine
 from runledger.projections.schema import is_unresolved
 from runledger.projections.statements import _OPEN
 
-# domain/status.py's cleanup_status, over the same counts; tests/test_rules_once.py holds the two
+# domain/status.py's cleanup_status, over the same counts; tests/application/test_rules_once.py
+# holds the two
 # to each other for every combination.
 CLEANUP_STATUS_SQL = """CASE WHEN c.entries = 0 THEN 'not_required'
     WHEN c.status = 'running' OR c.open > 0 THEN 'pending'

@@ -7,7 +7,7 @@ Run it from the project root, with a PostgreSQL server, for example::
     .venv/bin/python scripts/bench_runner.py --store sqlite --parts burst
     EVENT_CLEANUP_RUN_BATCH=50 .venv/bin/python scripts/bench_runner.py --parts burst steady
 
-The runners are ``tests/runner_proc.py`` processes with an instant module; they read their
+The runners are ``tests/support/runner_proc.py`` processes with an instant module; they read their
 settings from the environment (EVENT_* batch variables included), as a runner does.
 
 - burst: one runner; runs whose one phase advances by hand are started and dispatched, then
@@ -55,9 +55,9 @@ from runledger.domain.run import Run
 from runledger.domain.step import Step
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNER = ROOT / "tests" / "runner_proc.py"
+RUNNER = ROOT / "tests" / "support" / "runner_proc.py"
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-ACTION = "crashworld.spawn"  # what tests/runner_proc.py registers
+ACTION = "crashworld.spawn"  # what tests/support/runner_proc.py registers
 MODULE = "crashworld"
 BATCH_VARIABLES = (
     "cleanup_run_batch",
@@ -242,7 +242,7 @@ def profiled(folder: Path, n: int) -> list[str]:
 
 class Runners:
     """Runner processes released together; each ended by its own pid. They read their settings
-    from this environment, as a runner does (tests/runner_proc.py: Settings.from_env())."""
+    from this environment, as a runner does (tests/support/runner_proc.py: Settings.from_env())."""
 
     def __init__(self, url: str, count: int, folder: Path, interval: float, app: str) -> None:
         self.folder = folder

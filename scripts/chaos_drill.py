@@ -7,14 +7,15 @@ Run it from the project root, with a PostgreSQL server, for example::
 
 It makes a schema of its own (dropped at the end), starts the runs (random specs of 1-3 steps of
 1-3 refs, in one phase or two) over the first two thirds of the drill, and keeps ``--runners``
-processes of ``tests/runner_proc.py`` working with random faults and outages: windows in which
+processes of ``tests/support/runner_proc.py`` working with random faults and outages: windows in
+which
 every call of the module answers a retryable "shard down", each shorter than the back-off the
 runners are given (``EVENT_RETRY_DELAYS_S``, ``EVENT_RETRY_JITTER`` in their environment).
 Every few seconds one runner is SIGKILLed by its pid and started again at once under a new
 worker name (``r2``, then ``r2.2``), so every call and every claim names the process that made
 it. Then the survivors work until every run has settled, and are stopped with SIGTERM.
 
-The check (``tests/world_model.py``) holds the module's calls file, the world's own history,
+The check (``tests/support/world_model.py``) holds the module's calls file, the world's own history,
 against the event store. It exits 1 when they disagree or a goal is missed, 2 on bad arguments.
 """
 
@@ -41,9 +42,7 @@ sys.path.insert(0, str(ROOT))
 from runledger.application.bootstrap import Runledger, bootstrap, init_store  # noqa: E402
 from runledger.application.modules.protocol import Registry  # noqa: E402
 from runledger.application.settings import Settings  # noqa: E402
-from tests.conftest import PG_ADMIN, drop_pg_url, new_pg_url  # noqa: E402
-from tests.runner_proc import ACTION, MODULE, append_line, outage_text, read_calls  # noqa: E402
-from tests.test_crash_walks import (  # noqa: E402
+from tests.application.test_crash_walks import (  # noqa: E402
     QUICK,
     Runners,
     histories,
@@ -51,7 +50,9 @@ from tests.test_crash_walks import (  # noqa: E402
     run_rows,
     settled,
 )
-from tests.world_model import Audit, audit  # noqa: E402
+from tests.conftest import PG_ADMIN, drop_pg_url, new_pg_url  # noqa: E402
+from tests.support.runner_proc import ACTION, MODULE, append_line, outage_text, read_calls  # noqa: E402
+from tests.support.world_model import Audit, audit  # noqa: E402
 
 Window = tuple[float, float]  # seconds after the epoch, length in seconds
 START_SPREAD = 2 / 3  # runs keep arriving while runners die, and the last third winds down

@@ -1,6 +1,7 @@
 """Write the API's OpenAPI document to openapi.json, or to the path given.
 
-tests/test_api_openapi.py fails while the committed document differs from what this writes.
+tests/entrypoints/test_api_openapi.py fails while the committed document differs from what this
+writes.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ connection given back last keeps a thread on one connection; the others wait idl
 want them at once. A burst-shaped sweep runs ~3 % faster (scripts/MEASUREMENTS.md).
 
 The deque is the pool's own attribute: if a psycopg_pool release changes it, the pool is left as
-it is, and tests/test_pool.py fails until this is looked at again.
+it is, and tests/application/test_pool.py fails until this is looked at again.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ a quarter of a sweep's save. Every aggregate runledger saves is an eventsourcing
 its class answers both questions at once; anything else is collected the library's way.
 
 ``save`` below is the library's ``Application.save`` with that one step replaced.
-tests/test_saving.py holds the library's text it was copied from and fails when the installed
+tests/application/test_saving.py holds the library's text it was copied from and fails when the
+installed
 library's differs: then compare the two again before changing the pinned text.
 """
 

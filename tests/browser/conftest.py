@@ -2,8 +2,8 @@
 by Playwright. Every test in this folder runs on the embedded store with an unfrozen clock: the
 pages are the same code on both stores, and the page-level tests run every page on both."""
 
-from tests.api_support import api_fixture, api_rl_fixture, shard_fixture
-from tests.console_support import (
+from tests.support.api_support import api_fixture, api_rl_fixture, shard_fixture
+from tests.support.console_support import (
     browser_fixture,
     browsing_fixture,
     sqlite_store_url_fixture,

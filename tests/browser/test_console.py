@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.api_support import Api, shard_run
-from tests.console_support import (
+from tests.support.api_support import Api, shard_run
+from tests.support.console_support import (
     Browsing,
 )
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.api_support import Api
-from tests.console_support import Browsing
-from tests.game import Clock, Game
-from tests.test_decisions import WHY, drifted, leases
+from tests.application.test_decisions import WHY, drifted, leases
+from tests.support.api_support import Api
+from tests.support.console_support import Browsing
+from tests.support.game import Clock, Game
 
 
 def test_a_person_keeps_a_drift_then_what_is_left_and_the_run_no_longer_needs_a_person(

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 
 from playwright.sync_api import Page, expect
 
-from tests.api_support import Api, shard_run, tick
-from tests.console_support import (
+from tests.support.api_support import Api, shard_run, tick
+from tests.support.console_support import (
     Browsing,
 )
-from tests.game import Clock
+from tests.support.game import Clock
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 

@@ -13,20 +13,20 @@ from playwright.sync_api import Browser, Page, expect
 
 from runledger.application.bootstrap import bootstrap
 from runledger.application.settings import Settings
-from tests.api_support import (
+from tests.application.test_loader import write_module
+from tests.entrypoints.test_console_history_pages import drifted_lease
+from tests.support.api_support import (
     Api,
     Shard,
     serving,
     shard_run,
     tick,
 )
-from tests.console_support import (
+from tests.support.console_support import (
     Browsing,
     live_server,
 )
-from tests.game import SPAWN, Clock, Game, answers, phase, spec, step
-from tests.test_console_history_pages import drifted_lease
-from tests.test_loader import write_module
+from tests.support.game import SPAWN, Clock, Game, answers, phase, spec, step
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 

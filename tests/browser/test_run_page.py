@@ -9,18 +9,18 @@ from uuid import UUID
 from playwright.sync_api import Page, expect
 
 from runledger.application.modules.protocol import Registry
-from tests.api_support import (
+from tests.application.test_person_holds import Sky, one_of_two_held, said
+from tests.support.api_support import (
     Api,
     Shard,
     shard_run,
     tick,
 )
-from tests.console_support import (
+from tests.support.console_support import (
     Browsing,
     incomplete_run,
 )
-from tests.game import Clock
-from tests.test_person_holds import Sky, one_of_two_held, said
+from tests.support.game import Clock
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 

@@ -13,10 +13,10 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.api_support import Api, Shard, shard_run
-from tests.console_support import Browsing, incomplete_run
-from tests.game import Clock
-from tests.words_support import kept_and_given_back, still_running
+from tests.support.api_support import Api, Shard, shard_run
+from tests.support.console_support import Browsing, incomplete_run
+from tests.support.game import Clock
+from tests.support.words_support import kept_and_given_back, still_running
 
 WIDTHS = [1280, 375]
 RAW = ("claim_worker", "claim_expires_at", "terminal", "RevertClaimed", "RevertFailed")

@@ -2,7 +2,7 @@
 
 A route takes the spec as JSON and hands it to the one parser (services/spec_input.py), which
 bounds its size, checks every value and names the field at fault; these models only give the
-document its shape. tests/test_api_openapi.py proves they say what the parser accepts.
+document its shape. tests/entrypoints/test_api_openapi.py proves they say what the parser accepts.
 """
 
 from __future__ import annotations

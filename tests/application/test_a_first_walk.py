@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from runledger.application.bootstrap import Runledger
+from tests.support.game import Clock, phase, spec
+from tests.support.playing import PlayWorld, key, makes
+
+
+def test_a_completed_run_is_given_back_and_reads_complete(
+    rl: Runledger, world: PlayWorld, clock: Clock
+) -> None:
+    run = rl.runs.start(spec(phase("p1", makes("spawn", "c1"), advance="manual")))
+    rl.runs.advance_leg("w1")  # the step is dispatched: the world makes c1, the ledger records it
+    rl.runs.advance(run, "alice")  # alice advances the last phase: the run completes
+    rl.cleanup.sweep("w1")
+    status = rl.queries.run(run, rl.clock(), 3)
+    assert status is not None and status.cleanup_status == "complete"
+    assert world.reverts == {key(run): 1}

@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.errors import ConfigError, NotInitialised, StoreUnavailable
+from runledger.application.settings import CORE_SETTINGS, Settings, store_config
+from tests.support.reading import EVERY_VIEW
+
+
+def test_the_default_store_is_an_sqlite_file_beside_the_caller() -> None:
+    config = store_config(Settings.from_env({}).database_url)
+    assert config.engine == "sqlite"
+    assert config.env["SQLITE_DBNAME"] == "./runledger.sqlite3"
+
+
+def test_a_postgres_url_maps_onto_the_library_settings() -> None:
+    config = store_config("postgresql://alice:s%40cret@db.example:6543/ledger?schema=live")
+    assert config.env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
+    assert config.env["POSTGRES_HOST"] == "db.example"
+    assert config.env["POSTGRES_PORT"] == "6543"
+    assert config.env["POSTGRES_USER"] == "alice"
+    assert config.env["POSTGRES_PASSWORD"] == "s@cret"
+    assert config.env["POSTGRES_DBNAME"] == "ledger"
+    assert config.env["POSTGRES_SCHEMA"] == "live"
+
+
+def test_the_wait_for_a_postgres_connection_is_the_librarys_own_setting() -> None:
+    settings = Settings.from_env({"POSTGRES_CONNECT_TIMEOUT": "2"})
+    url = "postgresql://u@h/db"
+    assert store_config(url, settings.connect_timeout_s).env["POSTGRES_CONNECT_TIMEOUT"] == "2"
+    assert store_config(url).env["POSTGRES_CONNECT_TIMEOUT"] == "5"
+    with pytest.raises(ConfigError, match="POSTGRES_CONNECT_TIMEOUT"):
+        Settings.from_env({"POSTGRES_CONNECT_TIMEOUT": "0"})
+
+
+def test_a_module_has_ten_seconds_to_load_unless_the_environment_says_otherwise() -> None:
+    assert Settings.from_env({}).module_load_budget_s == 10.0
+    given = Settings.from_env({"RUNLEDGER_MODULE_LOAD_BUDGET_S": "1.5"})
+    assert given.module_load_budget_s == 1.5
+    assert "RUNLEDGER_MODULE_LOAD_BUDGET_S" in CORE_SETTINGS  # no module is given it
+
+
+def test_a_postgres_url_without_a_password_still_sets_one() -> None:
+    config = store_config("postgresql://postgres@127.0.0.1/test")
+    assert config.env["POSTGRES_PASSWORD"] == ""
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://root@localhost/db",
+        "not a url",
+        "sqlite://",
+        "sqlite:///:memory:",
+        "postgresql://localhost",
+        "postgresql://u@h:99999/db",
+        "postgresql://u@h/db?schema=Robert'); DROP TABLE x;--",
+        "postgresql://[::1/db",
+    ],
+)
+def test_a_malformed_url_is_refused_in_one_sentence(url: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        store_config(url)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_bad_number_in_the_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match="EVENT_REVERT_MAX_ATTEMPTS"):
+        Settings.from_env({"EVENT_REVERT_MAX_ATTEMPTS": "three"})
+    with pytest.raises(ConfigError, match="EVENT_CLEANUP_RUN_BATCH"):
+        Settings.from_env({"EVENT_CLEANUP_RUN_BATCH": "0"})
+
+
+def test_settings_are_read_from_the_environment() -> None:
+    settings = Settings.from_env(
+        {"EVENT_REVERT_MAX_ATTEMPTS": "5", "EVENT_CLEANUP_GROUPS_PER_RUN": "7"}
+    )
+    assert settings.max_revert_attempts == 5
+    assert settings.cleanup_groups_per_run == 7
+
+
+def test_a_store_that_was_never_initialised_says_so(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+    with pytest.raises(NotInitialised, match="runledger init"):
+        bootstrap(Settings(database_url=url))
+
+
+def test_init_is_idempotent(tmp_path: Path) -> None:
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'x.sqlite3'}",
+        module_settings={"RUNLEDGER_SANDBOX_PATH": str(tmp_path / "world.sqlite3")},
+    )
+    init_store(settings)
+    init_store(settings)
+    with bootstrap(settings) as rl:
+        positions = rl.projector.positions()
+        assert positions == dict.fromkeys(EVERY_VIEW, 0)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_server_that_is_down_gives_one_clear_sentence() -> None:
+    url = f"postgresql://postgres@127.0.0.1:{_free_port()}/test"
+    with pytest.raises(StoreUnavailable) as raised:
+        bootstrap(Settings(database_url=url))
+    message = str(raised.value)
+    assert message.startswith("cannot reach the PostgreSQL at 127.0.0.1:")
+    assert "\n" not in message
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_that_was_never_initialised_says_so(pg_admin: str) -> None:
+    from tests.conftest import drop_pg_url, new_pg_url
+
+    url = new_pg_url(pg_admin)
+    try:
+        with pytest.raises(NotInitialised, match="runledger init"):
+            bootstrap(Settings(database_url=url))
+    finally:
+        drop_pg_url(pg_admin, url)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    ["abc%0A", "abc%0a", "abc%0D", "abc%00", "%0Aabc", "abc ", "ABC", "1abc", "a" * 64, ""],
+)
+def test_a_schema_name_must_be_a_plain_name_from_its_first_character_to_its_last(
+    schema: str,
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        store_config(f"postgresql://u@h/db?schema={schema}")
+    message = str(raised.value)
+    assert "RUNLEDGER_DATABASE_URL" in message and "schema" in message
+    assert "\n" not in message and "\x00" not in message
+
+
+@pytest.mark.parametrize(
+    "schema", ["information_schema", "pg_catalog", "pg_toast", "pg_temp_3", "pg_anything"]
+)
+def test_a_system_schema_is_refused(schema: str) -> None:
+    with pytest.raises(ConfigError, match=rf"RUNLEDGER_DATABASE_URL.*{schema}.*system schema"):
+        store_config(f"postgresql://u@h/db?schema={schema}")
+
+
+def test_a_url_with_two_schema_values_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"RUNLEDGER_DATABASE_URL.*more than one schema"):
+        store_config("postgresql://u@h/db?schema=live&schema=other")
+    with pytest.raises(ConfigError, match="more than one schema"):
+        store_config("postgresql://u@h/db?schema=live&schema=live")
+
+
+@pytest.mark.parametrize(
+    "query", ["schema=live&sslmode=disable", "search_path=live", "Schema=live", "schema"]
+)
+def test_a_url_with_an_unknown_query_parameter_is_refused(query: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        store_config(f"postgresql://u@h/db?{query}")
+    message = str(raised.value)
+    assert message.startswith("RUNLEDGER_DATABASE_URL") and "\n" not in message
+
+
+def test_an_sqlite_url_takes_no_query_parameters() -> None:
+    with pytest.raises(ConfigError, match="RUNLEDGER_DATABASE_URL"):
+        store_config("sqlite:///./x.sqlite3?mode=rwc")
+
+
+def test_a_plain_schema_name_is_accepted() -> None:
+    assert store_config("postgresql://u@h/db?schema=live_2").schema == "live_2"
+    assert store_config("postgresql://u@h/db").schema == ""
+
+
+def test_a_refused_url_never_shows_its_password() -> None:
+    with pytest.raises(ConfigError) as raised:
+        store_config("postgresql://alice:s3cret@h/db?schema=live&sslmode=off")
+    assert "s3cret" not in str(raised.value) and "***" in str(raised.value)
