@@ -11,10 +11,8 @@ from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.decisions import Decisions
 from runledger.application.services.definitions import Definitions
-from runledger.application.services.dispatch import Dispatcher
 from runledger.application.services.dry_run import DryRunner
 from runledger.application.services.fleet import Fleet, Loaded
-from runledger.application.services.give_back import GiveBack
 from runledger.application.services.history import History
 from runledger.application.services.holds import Holds
 from runledger.application.services.inputs import worker_name
@@ -22,12 +20,14 @@ from runledger.application.services.leases import CoreLease
 from runledger.application.services.ledger import Ledger
 from runledger.application.services.occurrences import Occurrences
 from runledger.application.services.once import Once
-from runledger.application.services.pacing import Wake
 from runledger.application.services.reconcile import Reconciler
-from runledger.application.services.runner import Runner
+from runledger.application.services.running.dispatch import Dispatcher
+from runledger.application.services.running.runner import Runner
+from runledger.application.services.running.starts import Starts
 from runledger.application.services.runs import Runs
 from runledger.application.services.serving import served_by
-from runledger.application.services.starts import Starts
+from runledger.application.services.sweep.give_back import GiveBack
+from runledger.application.services.sweep.pacing import Wake
 from runledger.application.services.tokens import Tokens
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app

@@ -61,7 +61,7 @@ class Settings(BaseModel, frozen=True):
     # The cleanup leg sweeps pass after pass (each EVENT_CLEANUP_RUN_BATCH runs) until nothing
     # is left or this is spent; a runner whose leg was cut short ticks again at once.
     cleanup_budget_s: float = Field(default=1.0, gt=0, le=600, allow_inf_nan=False)
-    # A pass's runs are divided between this many lanes, worked at once (services/lanes.py);
+    # A pass's runs are divided between this many lanes, worked at once (services/sweep/lanes.py);
     # 0: two on PostgreSQL, one on SQLite.
     cleanup_lanes: int = Field(default=0, ge=0, le=MAX_CLEANUP_LANES)
     # How often a runner at rest looks for runs that ended elsewhere, to give them back then.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 if TYPE_CHECKING:
-    from runledger.application.services.runner import TickReport
+    from runledger.application.services.running.runner import TickReport
 
 log = logging.getLogger("runledger.telemetry")
 

@@ -19,7 +19,7 @@ from runledger.application.cli.demo_specs import DUEL, FESTIVAL, MARKET, PARADE
 from runledger.application.cli.errors import guarded
 from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
-from runledger.application.services.runner import Runner, TickReport
+from runledger.application.services.running.runner import Runner, TickReport
 from runledger.application.services.spec_input import parse_spec
 from runledger.application.settings import Settings
 

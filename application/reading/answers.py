@@ -13,7 +13,7 @@ from runledger.application.errors import BadQuery, BadRequest, NotFound, Project
 from runledger.application.reading.schemas import bulk, fleet, history, runs
 from runledger.application.services.bulk import Plan
 from runledger.application.services.history import Replay, Stepping
-from runledger.application.services.verdicts import Retried, Summary
+from runledger.application.services.sweep.verdicts import Retried, Summary
 from runledger.domain.resource import Resource
 from runledger.projections.pages import Cursor, RunFilter, Where
 from runledger.projections.queries import EntryRow, LogLine, RunRow

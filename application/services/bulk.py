@@ -14,7 +14,7 @@ from uuid import UUID
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.holds import Held, Holds
-from runledger.application.services.verdicts import Retried
+from runledger.application.services.sweep.verdicts import Retried
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
 from runledger.domain.status import CleanupStatus
 from runledger.projections.pages import Pages, Where

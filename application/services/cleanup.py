@@ -8,20 +8,20 @@ from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 from runledger.application.errors import OUTAGES, Conflict
-from runledger.application.services.give_back import GiveBack
-from runledger.application.services.groups import Group
 from runledger.application.services.holds import Holds
 from runledger.application.services.inputs import person
-from runledger.application.services.lanes import in_lanes
 from runledger.application.services.ledger import Ledger, save_with_retry
-from runledger.application.services.pacing import Halt
 from runledger.application.services.serving import (
     ServedElsewhere,
     nowhere,
     served_nowhere,
 )
-from runledger.application.services.sweep_pass import Pass, Work
-from runledger.application.services.verdicts import Retried, Summary
+from runledger.application.services.sweep.give_back import GiveBack
+from runledger.application.services.sweep.groups import Group
+from runledger.application.services.sweep.lanes import in_lanes
+from runledger.application.services.sweep.pacing import Halt
+from runledger.application.services.sweep.passes import Pass, Work
+from runledger.application.services.sweep.verdicts import Retried, Summary
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource

@@ -13,11 +13,11 @@ from uuid import UUID, uuid4
 
 from runledger.application.errors import Conflict, NotFound
 from runledger.application.services.cleanup import Cleanup
-from runledger.application.services.groups import Group
 from runledger.application.services.holds import Holds
 from runledger.application.services.inputs import person, reason
 from runledger.application.services.ledger import Ledger, save_with_retry
-from runledger.application.services.verdicts import Retried, Summary
+from runledger.application.services.sweep.groups import Group
+from runledger.application.services.sweep.verdicts import Retried, Summary
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.fate import UNRESOLVED
 from runledger.domain.resource import Resource

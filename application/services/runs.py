@@ -14,11 +14,11 @@ from eventsourcing.persistence import IntegrityError
 
 from runledger.application.errors import OUTAGES, BadRequest, Conflict
 from runledger.application.modules.protocol import Registry
-from runledger.application.services.dispatch import Dispatcher
 from runledger.application.services.dry_run import DryRunner
 from runledger.application.services.inputs import person, reason
 from runledger.application.services.leases import CoreLease
 from runledger.application.services.ledger import Ledger
+from runledger.application.services.running.dispatch import Dispatcher
 from runledger.application.services.serving import ServedElsewhere, nowhere, served_nowhere
 from runledger.application.services.spec_input import parse_spec
 from runledger.application.settings import Settings

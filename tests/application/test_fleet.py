@@ -14,7 +14,7 @@ import pytest
 from runledger.application.bootstrap import Runledger, init_store
 from runledger.application.errors import NotInitialised
 from runledger.application.services.fleet import Serving
-from runledger.application.services.runner import Runner, TickReport
+from runledger.application.services.running.runner import Runner, TickReport
 from runledger.application.settings import Settings
 from runledger.domain.runner_record import RunnerRecord, RunnerStopped, runner_state
 from runledger.projections.rebuild import rebuild

@@ -1,4 +1,4 @@
-"""The sweep claims entries built from their projected rows (application/services/from_rows.py)
+"""The sweep claims entries built from their projected rows (services/sweep/from_rows.py)
 rather than replayed from their streams: the two must be the same entry, and a row the stream
 has moved past must lose its save."""
 
@@ -13,7 +13,7 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.services.from_rows import entry_from_row
+from runledger.application.services.sweep.from_rows import entry_from_row
 from runledger.domain.resource import Resource
 from runledger.projections.rows import EntryRow
 from tests.support.by_hand import claim

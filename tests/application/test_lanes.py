@@ -1,4 +1,4 @@
-"""A sweep pass divides its runs between lanes worked at once (services/lanes.py): each lane is
+"""A sweep pass divides its runs between lanes worked at once (sweep/lanes.py): each lane is
 a pass of its own, durable per call, and together they give each entry back exactly once."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from runledger.application.services.lanes import at_once, divide, in_lanes
+from runledger.application.services.sweep.lanes import at_once, divide, in_lanes
 from tests.conftest import Factory
 from tests.support.game import Clock
 from tests.support.playing import PlayWorld, ended_run, key

@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import ConnectionPoolClosedError
 
-from runledger.application.services.runner import TickReport
+from runledger.application.services.running.runner import TickReport
 from tests.conftest import Factory
 from tests.support.game import Clock
 from tests.support.playing import SPAWN, PlayWorld, complete, ended_run, key, makes, play, start

@@ -20,7 +20,7 @@ from runledger.application.bootstrap import Runledger, bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.modules.protocol import Registry
 from runledger.application.services.dry_run import StartRefused
-from runledger.application.services.starts import HELD_WAIT
+from runledger.application.services.running.starts import HELD_WAIT
 from runledger.application.settings import Settings
 from runledger.domain.occurrence import run_id_for
 from tests.entrypoints.test_cli_json import Cli, cli_fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runledger.application.bootstrap import bootstrap
-from runledger.application.services.runner import Runner
+from runledger.application.services.running.runner import Runner
 from runledger.application.settings import Settings
 from tests.application.test_loader import write_module
 from tests.support.api_support import Api, api_fixture, api_rl_fixture, serving, shard_fixture

@@ -6,7 +6,7 @@ import os
 from uuid import UUID
 
 from runledger.application.bootstrap import Runledger
-from runledger.application.services.runner import TickReport
+from runledger.application.services.running.runner import TickReport
 from runledger.domain.step import Step
 from runledger.projections.queries import EntryRow, LogLine, RunRow
 

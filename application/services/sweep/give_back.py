@@ -6,9 +6,9 @@ from datetime import timedelta
 from runledger.application.modules.answers import Verdict, classify_restore, classify_revert
 from runledger.application.modules.deadline import CallObserver, call_with_deadline, unobserved
 from runledger.application.modules.protocol import Registry
-from runledger.application.services.groups import Group
 from runledger.application.services.leases import CORE_LEASE, CoreLease
 from runledger.application.services.serving import unserved
+from runledger.application.services.sweep.groups import Group
 from runledger.application.settings import Settings
 from runledger.domain.resource import PLACEHOLDER_KIND
 

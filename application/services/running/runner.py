@@ -21,11 +21,11 @@ from runledger.application.errors import (
 from runledger.application.modules.deadline import ABANDONED
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.fleet import Fleet, Loaded
-from runledger.application.services.pacing import Swept, Wake, sweep_leg
 from runledger.application.services.reconcile import Reconciler
+from runledger.application.services.running.starts import StartReport, Starts
 from runledger.application.services.runs import AdvanceReport, Runs
-from runledger.application.services.starts import StartReport, Starts
-from runledger.application.services.verdicts import Summary
+from runledger.application.services.sweep.pacing import Swept, Wake, sweep_leg
+from runledger.application.services.sweep.verdicts import Summary
 from runledger.application.settings import Settings, store_config
 
 log = logging.getLogger("runledger.runner")

@@ -18,11 +18,11 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.modules.answers import Verdict
-from runledger.application.services.from_rows import entry_from_row
-from runledger.application.services.give_back import GiveBack
-from runledger.application.services.groups import Group, group_entries
-from runledger.application.services.pacing import Halt
-from runledger.application.services.verdicts import Judged, Summary, judge_group, swept_line
+from runledger.application.services.sweep.from_rows import entry_from_row
+from runledger.application.services.sweep.give_back import GiveBack
+from runledger.application.services.sweep.groups import Group, group_entries
+from runledger.application.services.sweep.pacing import Halt
+from runledger.application.services.sweep.verdicts import Judged, Summary, judge_group, swept_line
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource

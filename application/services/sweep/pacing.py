@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from runledger.application.services.verdicts import Summary
+from runledger.application.services.sweep.verdicts import Summary
 from runledger.domain.run import Run
 from runledger.domain.topics import topics_of
 

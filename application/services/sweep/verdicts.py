@@ -8,8 +8,8 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from runledger.application.modules.answers import Verdict
-from runledger.application.services.groups import Group
 from runledger.application.services.holds import Held
+from runledger.application.services.sweep.groups import Group
 from runledger.domain.backoff import Backoff
 from runledger.domain.errors import DomainError
 from runledger.domain.resource import FailureMode, Resource
