@@ -19,7 +19,12 @@ from typing import Any
 from uuid import UUID
 
 import orjson
-from eventsourcing.persistence import DatetimeAsISO, Transcoding, UUIDAsHex
+from eventsourcing.persistence import (
+    DatetimeAsISO,
+    Transcoding,
+    TranscodingNotRegisteredError,
+    UUIDAsHex,
+)
 from eventsourcing.utils import resolve_topic
 
 _PLAIN = frozenset({"str", "int", "float", "bool", "None"})
@@ -147,6 +152,17 @@ def parse_state(state: bytes | str) -> Any:
         return json.loads(state)
 
 
+def _transcoding(name: str, transcodings: dict[str, Transcoding]) -> Transcoding:
+    """The transcoding of ``name``, refused as the library refuses it (a TypeError naming it)."""
+    try:
+        return transcodings[name]
+    except KeyError:
+        raise TranscodingNotRegisteredError(
+            f"Data serialized with name {name!r} is not deserializable. Please register a "
+            "custom transcoding for this type."
+        ) from None
+
+
 def revive(value: Any, transcodings: dict[str, Transcoding]) -> Any:
     """Turn the typed values of parsed JSON back into objects, in place where it can."""
     if type(value) is dict:
@@ -154,7 +170,7 @@ def revive(value: Any, transcodings: dict[str, Transcoding]) -> Any:
             data = value["_data_"]
             if type(data) is dict or type(data) is list:
                 data = revive(data, transcodings)
-            return transcodings[value["_type_"]].decode(data)
+            return _transcoding(value["_type_"], transcodings).decode(data)
         for key, item in value.items():
             if type(item) is dict or type(item) is list:
                 value[key] = revive(item, transcodings)

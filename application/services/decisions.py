@@ -21,7 +21,7 @@ from runledger.application.services.sweep.verdicts import Retried, Summary
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.fate import UNRESOLVED
 from runledger.domain.resource import Resource
-from runledger.domain.runlog import LogEntry
+from runledger.domain.runlog import LogEntry, LogKind
 from runledger.projections.queries import Queries
 from runledger.projections.rows import EntryRow
 
@@ -192,7 +192,7 @@ def _detail(by: str, why: str | None, **more: Any) -> dict[str, Any]:
     return {"by": by, **({} if why is None else {"reason": why}), **more}
 
 
-def _line(run_id: UUID, kind: str, detail: dict[str, Any], at: datetime) -> LogEntry:
+def _line(run_id: UUID, kind: LogKind, detail: dict[str, Any], at: datetime) -> LogEntry:
     return LogEntry(
         key=f"{kind}|{run_id}|{uuid4()}", run_id=run_id, kind=kind, detail=detail, at=at
     )

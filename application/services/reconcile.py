@@ -15,7 +15,7 @@ from runledger.application.services.ledger import save_with_retry
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import MAX_KIND, MAX_REF, PLACEHOLDER_KIND, Resource
-from runledger.domain.runlog import LogEntry
+from runledger.domain.runlog import LogEntry, LogKind
 from runledger.domain.text import safe_text
 from runledger.domain.values import check_text, text_problem
 from runledger.projections.queries import Queries
@@ -175,7 +175,7 @@ def _asked(detail: dict[str, Any], asked_by: str | None) -> dict[str, Any]:
     return detail if asked_by is None else {**detail, "asked_by": asked_by}
 
 
-def _line(entry: Resource, kind: str, detail: dict[str, Any], now: datetime) -> LogEntry:
+def _line(entry: Resource, kind: LogKind, detail: dict[str, Any], now: datetime) -> LogEntry:
     return LogEntry(
         key=f"{kind}|{entry.id}|{entry.version}",
         run_id=entry.run_id,

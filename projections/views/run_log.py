@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runledger.domain.run import Run
-from runledger.domain.runlog import LogEntry
+from runledger.domain.runlog import LogEntry, LogKind
 from runledger.domain.step import Step
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.views.base import Event, EventView, as_json, cells, epoch
@@ -46,6 +46,7 @@ class RunLogView(EventView):
         if isinstance(event, LogEntry.Written):
             return [str(event.run_id), epoch(event.at), event.kind, as_json(event.detail)]
         detail: dict[str, Any] = {}
+        kind: LogKind
         if isinstance(event, Step.Succeeded | Step.Failed):
             return _step_line(event)
         if isinstance(event, Run.Started):
@@ -63,6 +64,7 @@ class RunLogView(EventView):
 
 def _step_line(event: Step.Succeeded | Step.Failed) -> list[Any]:
     detail: dict[str, Any] = {"step": event.step_id, "attempt": event.attempt}
+    kind: LogKind
     if isinstance(event, Step.Succeeded):
         kind, detail = "step.succeeded", detail | {"entries": event.entries}
     else:

@@ -74,16 +74,6 @@ class TestOurTranscoder(cases.TranscoderTestCase):
         transcoder.register(cases.CustomType2AsDict())
         return transcoder
 
-    @pytest.mark.xfail(
-        strict=True,
-        raises=KeyError,
-        reason="defect: decoding a _type_ no transcoding is registered for raises a bare "
-        "KeyError from projections/lazy.py revive(), not the library's "
-        "TranscodingNotRegisteredError (a TypeError naming the type)",
-    )
-    def test_custom_type_error(self) -> None:
-        super().test_custom_type_error()
-
     @skip(_AS_BASE.format("a tuple", "a list"))
     def test_tuple(self) -> None: ...
 

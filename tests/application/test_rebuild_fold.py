@@ -89,7 +89,7 @@ def random_history(rl: Runledger, seed: int, runs: int) -> None:
             for entry in rng.sample(entries, k=len(entries) // 2):
                 for _ in range(rng.randint(1, 3)):
                     step_once(entry, rng, at)
-            line = LogEntry(f"{run.id}:{uuid4()}", run.id, "sweep", {"n": rng.random()}, at)
+            line = LogEntry(f"{run.id}:{uuid4()}", run.id, "cleanup.swept", {"n": rng.random()}, at)
             rl.app.save(*entries, line)
         if rng.random() < 0.4:
             ended = moving.pop(0)[0]

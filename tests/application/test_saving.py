@@ -79,7 +79,9 @@ def test_an_aggregate_is_saved_without_the_protocol_checks(
 
 def test_the_same_objects_store_the_same_events_as_the_library_save(app: LedgerApp) -> None:
     ours, theirs = entry(), entry()
-    line = LogEntry(key=f"k|{uuid4()}", run_id=uuid4(), kind="k", detail={"a": 1}, at=AT)
+    line = LogEntry(
+        key=f"k|{uuid4()}", run_id=uuid4(), kind="cleanup.swept", detail={"a": 1}, at=AT
+    )
     mine = app.save(ours, None, line)
     library = Application.save(app, theirs, None)
     assert [(type(r.domain_event), r.domain_event.originator_version) for r in mine] == [

@@ -17,6 +17,7 @@ from runledger.application import plain, words
 from runledger.application.api.app import routes
 from runledger.domain.fate import STATES
 from runledger.domain.run import RunStatus
+from runledger.domain.runlog import LOG_KINDS
 from runledger.domain.status import CleanupFilter, CleanupStatus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,12 +134,13 @@ def test_every_state_status_and_log_kind_has_its_words() -> None:
         assert words.cleanup_key("running", status) in words.CLEANUP
         assert words.cleanup_key("completed", status) in words.CLEANUP
     assert set(words.FILTER) == set(get_args(CleanupFilter))
+    assert set(words.LOG) == set(LOG_KINDS)
     written = {
         kind
         for path in sources()
         for kind in re.findall(r'"((?:run|step|cleanup|resource)\.[a-z_]+)"', path.read_text())
     }
-    assert {kind for kind in written if not kind.endswith(".html")} - set(words.LOG) == set()
+    assert {kind for kind in written if not kind.endswith(".html")} - set(LOG_KINDS) == set()
 
 
 def test_the_api_describes_each_status_and_state_in_the_same_words() -> None:

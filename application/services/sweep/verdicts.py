@@ -13,7 +13,7 @@ from runledger.application.services.sweep.groups import Group
 from runledger.domain.backoff import Backoff
 from runledger.domain.errors import DomainError
 from runledger.domain.resource import FailureMode, Resource
-from runledger.domain.runlog import LogEntry
+from runledger.domain.runlog import LogEntry, LogKind
 
 log = logging.getLogger("runledger.cleanup")
 
@@ -102,7 +102,7 @@ def judge_group(
         detail["note"] = verdict.note
     if first.next_attempt_at is not None:
         detail["next_attempt_at"] = first.next_attempt_at.isoformat(timespec="seconds")
-    kind = (
+    kind: LogKind = (
         "cleanup.reverted"
         if verdict.outcome == "done" and not verdict.failed
         else ("cleanup.drifted" if verdict.outcome == "drifted" else "cleanup.failed")
