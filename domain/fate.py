@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+from runledger.domain import turns
+
 State = Literal[
     "placeholder",
     "live",
@@ -51,11 +53,11 @@ class Fate:
         return self.state in UNRESOLVED
 
     def under_live_claim(self, now: datetime) -> bool:
-        return self.claim_expires_at is not None and self.claim_expires_at > now
+        return turns.claim_live(self.claim_expires_at, now)
 
     def due(self, now: datetime) -> bool:
         """Whether the back-off after its last failure has passed."""
-        return self.next_attempt_at is None or self.next_attempt_at <= now
+        return turns.due(self.next_attempt_at, now)
 
     def retryable(self, now: datetime, max_attempts: int) -> bool:
         """SPEC's rule: may automatic cleanup attempt this entry now?"""

@@ -13,6 +13,11 @@ RunStatus = Literal["running", "completed", "cancelled", "aborted"]
 TERMINAL: frozenset[str] = frozenset({"completed", "cancelled", "aborted"})
 
 
+def ended(status: str) -> bool:
+    """Whether a run of this status has ended: what it made is no longer in use by it."""
+    return status in TERMINAL
+
+
 @dataclass(frozen=True)
 class Origin:
     """The definition version a run was started from, by which occurrence, and that version's
@@ -116,7 +121,7 @@ class Run(Aggregate):
 
     @property
     def is_terminal(self) -> bool:
-        return self.status in TERMINAL
+        return ended(self.status)
 
     def complete(self, at: datetime, by: str | None = None) -> None:
         self._guard_running()

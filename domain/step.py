@@ -6,6 +6,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from runledger.domain import turns
 from runledger.domain.errors import DomainError
 from runledger.domain.ids import natural_id
 
@@ -93,11 +94,11 @@ class Step(Aggregate):
         return f"{self.run_id}:{self.step_id}"
 
     def under_live_claim(self, now: datetime) -> bool:
-        return self.claim_expires_at is not None and self.claim_expires_at > now
+        return turns.claim_live(self.claim_expires_at, now)
 
     def due(self, now: datetime) -> bool:
         """Whether the back-off after its last failure has passed."""
-        return self.next_attempt_at is None or self.next_attempt_at <= now
+        return turns.due(self.next_attempt_at, now)
 
     def dispatchable(self, now: datetime) -> bool:
         return (

@@ -19,6 +19,7 @@ from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
 from runledger.application.reading.schemas.runs import CleanupSummary
+from runledger.domain.run import ended
 from runledger.projections.queries import EntryRow, RunRow
 
 console = Console(highlight=False, markup=False, emoji=False)
@@ -82,7 +83,7 @@ def show_run(
         phases = []
     for phase in phases:
         console.print(Text(f"  {safe_text(phase.headline)}"))
-        if phase.why_not_advanced and run.status == "running":
+        if phase.why_not_advanced and not ended(run.status):
             console.print(
                 Text.assemble(
                     "    ",

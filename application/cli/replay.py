@@ -18,6 +18,7 @@ from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
 from runledger.application.reading import answers as reading
 from runledger.application.services.history import Replay
+from runledger.domain.run import ended
 
 STATE_STYLE = {state: TONE_STYLE[said.tone] for state, said in words.STATE.items()}
 """An entry state's colour, as the vocabulary's tone for it says."""
@@ -47,7 +48,7 @@ def _show_replay(run_id: UUID, found: Replay) -> None:
                 Text.assemble(
                     f"  {safe_text(state.name)}: ",
                     _styled(
-                        words.state_word(state.state, found.run_status == "running").said,
+                        words.state_word(state.state, not ended(found.run_status)).said,
                         STATE_STYLE.get(state.state, "white"),
                     ),
                     f", {state.attempts} attempts",

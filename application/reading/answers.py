@@ -15,6 +15,7 @@ from runledger.application.services.bulk import Plan
 from runledger.application.services.history import Replay, Stepping
 from runledger.application.services.sweep.verdicts import Retried, Summary
 from runledger.domain.resource import Resource
+from runledger.domain.run import ended
 from runledger.projections.pages import Cursor, RunFilter, Where
 from runledger.projections.queries import EntryRow, LogLine, RunRow
 
@@ -67,7 +68,7 @@ def run_detail(rl: Runledger, run_id: UUID) -> runs.RunDetail:
         phases = rl.runs.describe(run_id)
     except BadRequest:  # a run started without a spec (stores written before specs) has none
         phases = []
-    running = row.status == "running"
+    running = not ended(row.status)
     entries = sorted(rl.queries.entries(run_id), key=lambda e: e.status)
     kept = kept_by(rl, [e.entry_id for e in entries if e.status == "kept"])
     return runs.RunDetail(

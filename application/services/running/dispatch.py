@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -21,6 +20,7 @@ from runledger.application.modules.deadline import (
 from runledger.application.modules.protocol import Action, Registry
 from runledger.application.services.leases import CORE_LEASE, CoreLease
 from runledger.application.services.ledger import Ledger
+from runledger.application.services.retry_at import retry_at
 from runledger.application.services.serving import ServedElsewhere, nowhere, unserved
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp
@@ -141,11 +141,8 @@ class Dispatcher:
 
     def _fail(self, step: Step, worker: str, failure: PerformFailed) -> None:
         now = self.clock()
-        # The jitter is drawn here, outside the event: replaying it reads the stored time.
-        retry_at = self.settings.backoff.next_attempt(
-            step.attempts, MAX_STEP_ATTEMPTS, now, random.random()
-        )
-        step.fail(worker, failure.error, now, final=failure.final, next_attempt_at=retry_at)
+        later = retry_at(self.settings.backoff, step.attempts, MAX_STEP_ATTEMPTS, now)
+        step.fail(worker, failure.error, now, final=failure.final, next_attempt_at=later)
 
     def _owner(self, step: Step, action: Action) -> str:
         """The module an entry belongs to: for a lease, the module that registers the lease."""

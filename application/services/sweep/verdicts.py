@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -9,6 +8,7 @@ from uuid import UUID, uuid4
 
 from runledger.application.modules.answers import Verdict
 from runledger.application.services.holds import Held
+from runledger.application.services.retry_at import retry_at
 from runledger.application.services.sweep.groups import Group
 from runledger.domain.backoff import Backoff
 from runledger.domain.errors import DomainError
@@ -143,9 +143,8 @@ def _judge(
     else:
         mode = "terminal" if verdict.outcome == "terminal" else "retry"
         error = verdict.error or "refused"
-    # The jitter is drawn here, outside the event: replaying it reads the stored time.
-    retry_at = backoff.next_attempt(attempt, max_attempts, now, random.random())
-    entry.fail_revert(worker, attempt, mode, error, now, next_attempt_at=retry_at)
+    later = retry_at(backoff, attempt, max_attempts, now)
+    entry.fail_revert(worker, attempt, mode, error, now, next_attempt_at=later)
     counts.failed += 1
 
 

@@ -19,6 +19,7 @@ from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import RunSummary
 from runledger.application.services.holds import Held
 from runledger.application.words import STATE, cleanup_word
+from runledger.domain.run import ended
 from runledger.domain.spec import RunSpec
 from runledger.domain.text import safe_text
 
@@ -36,7 +37,7 @@ DONE = {"advance": "advanced", "cancel": "cancelled", "keep": "cancelled", "abor
 
 def offered(run: RunSummary) -> list[str]:
     """The actions a run's state allows: ending it while it runs, asking again once it ended."""
-    if run.status == "running":
+    if not ended(run.status):
         return list(ENDING)
     return ["cleanup"] if run.unresolved else []
 
@@ -60,8 +61,8 @@ class Before:
         run = reading.run_summary(reading.known_run(rl, run_id))
         stored = rl.ledger.get_run(run_id)
         phases = [p.id for p in RunSpec.stored(stored.spec).phases] if stored.spec else []
-        ended = stored.is_terminal and run.unresolved
-        held = tuple(rl.holds.of_run(run_id)) if ended else ()
+        over = stored.is_terminal and run.unresolved
+        held = tuple(rl.holds.of_run(run_id)) if over else ()
         return cls(run, phases, stored.phase, held)
 
     @property
@@ -89,7 +90,7 @@ def foresee(before: Before, action: str, by: str) -> Foreseen:
     """Exactly what pressing the button will do, or why it can do nothing now."""
     name, left, by = before.name, before.left, safe_text(by, 120)
     if action == "cleanup":
-        if before.run.status == "running":
+        if not ended(before.run.status):
             return Foreseen(f"{name} is still running: its cleanup starts when it ends.", False)
         if not before.run.unresolved:
             return Foreseen(f"{name} has nothing left to give back.", False)
@@ -99,9 +100,9 @@ def foresee(before: Before, action: str, by: str) -> Foreseen:
             f"Retry cleanup of {name}: ask the modules again for its {left}, in the name {by}.",
             True,
         )
-    if before.run.status != "running":
-        ended = f"{name} has already ended ({before.run.status})"
-        return Foreseen(f"{ended}: it cannot be {DONE[action]} now.", False)
+    if ended(before.run.status):
+        said = f"{name} has already ended ({before.run.status})"
+        return Foreseen(f"{said}: it cannot be {DONE[action]} now.", False)
     if action == "advance":
         return _advance(before, by)
     ends = f"the run ends now, in the name {by}"

@@ -13,6 +13,7 @@ from runledger.application.bootstrap import Runledger
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import Entry
 from runledger.domain.fate import UNRESOLVED
+from runledger.domain.run import ended
 from runledger.domain.text import safe_text
 from runledger.projections.rows import EntryRow, RunRow
 
@@ -49,7 +50,7 @@ def _named(run: RunRow) -> str:
 
 def _refused(run: RunRow, entry: Entry | None) -> Asked | None:
     """Why nothing can be decided now, if so."""
-    if run.status == "running":
+    if not ended(run.status):
         return Asked(
             f"{_named(run)} is still running: a person decides about its entries once it has "
             "ended.",

@@ -28,6 +28,7 @@ from runledger.application.web.routes.acts import keep_outcome
 from runledger.application.web.session import Acting, Reader, Refused
 from runledger.domain.errors import DomainError
 from runledger.domain.fate import UNRESOLVED
+from runledger.domain.run import ended
 from runledger.domain.text import safe_text
 from runledger.domain.token import may
 from runledger.projections.rows import EntryRow, RunRow
@@ -182,7 +183,7 @@ def _rest_confirmation(
     reason: str = "",
 ) -> HTMLResponse:
     run = reading.known_run(rl, run_id)
-    left = rl.queries.unresolved_entries(run_id) if run.status != "running" else []
+    left = rl.queries.unresolved_entries(run_id) if ended(run.status) else []
     asked = deciding.foresee_keep_rest(run, left, actor.name)
     shown = Shown("keep_rest", asked, run, f"/runs/{run_id}/keep-rest", left=left)
     return _confirmation(request, actor, shown, code, refused, reason)

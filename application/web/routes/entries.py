@@ -17,6 +17,7 @@ from runledger.application.web.routes.acts import outcome_of
 from runledger.application.web.session import Reader
 from runledger.application.words import field_value
 from runledger.domain.fate import UNRESOLVED
+from runledger.domain.run import ended
 
 router = APIRouter(include_in_schema=False)
 
@@ -51,7 +52,7 @@ def entry_page(
         actor,
         entry=entry,
         run=run,
-        running=run.status == "running",
+        running=not ended(run.status),
         unresolved=entry.state in UNRESOLVED,
         history=history,
         sides=SIDES,
