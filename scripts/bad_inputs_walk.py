@@ -5,7 +5,7 @@ Each input is tried on a store holding one running run; what it answered is reco
 whether a traceback or a 5xx appeared and whether the store's event count moved. Prints one line
 per input and a summary per surface and store; exits 1 when any input crashed or wrote.
 
-    .venv/bin/python scripts/bad_inputs_walk.py [--quiet]
+    .venv/bin/python -m scripts.bad_inputs_walk [--quiet]
 """
 
 from __future__ import annotations

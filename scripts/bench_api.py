@@ -1,7 +1,7 @@
 """The admin API under load: requests per second and p50/p99 latency, over HTTP beside the same
 reads done in-process (the ratio is the HTTP layer's cost), and a serve process's memory.
 
-    python scripts/bench_api.py [--store sqlite|postgres] [--runs 10000] [--seconds 10]
+    python -m scripts.bench_api [--store sqlite|postgres] [--runs 10000] [--seconds 10]
 
 Needs wrk (Debian package `wrk`) on the PATH. A store of --runs finished runs (five entries
 each, given back) is written first; `runledger serve --no-runner` is started on a spare port.
@@ -28,14 +28,12 @@ from uuid import UUID
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_history import NOW, fresh_store, given_back_run
-
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.reading import answers as reading
 from runledger.application.settings import Settings
 from runledger.projections.pages import RunFilter
+from scripts.bench_history import NOW, fresh_store, given_back_run
 
 CLI = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
 

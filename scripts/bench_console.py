@@ -2,7 +2,7 @@
 `GET /runs/{id}` (a signed-in session) beside the API's JSON of the same run, over a real
 `runledger serve --no-runner`.
 
-    python scripts/bench_console.py [--store sqlite|postgres] [--entries 1000] [--lines 5000]
+    python -m scripts.bench_console [--store sqlite|postgres] [--entries 1000] [--lines 5000]
                                     [--requests 100]
 
 The run is built through the real services, as a runner would play it: one phase of steps of a
@@ -28,21 +28,18 @@ import time
 from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_api import CLI, _wait_up, spare_port
-from bench_history import fresh_store
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.reading import answers as reading
 from runledger.application.settings import Settings
 from runledger.domain.spec import MAX_STEPS
+from scripts.bench_api import CLI, _wait_up, spare_port
+from scripts.bench_history import fresh_store
 
 ACTION = "bench.spawn"
 STEP_ATTEMPTS = 3  # a step's attempts under one key; the last failure aborts the run

@@ -4,7 +4,7 @@ The spec has 180 sandbox.spawn steps (a params model and a check each), 10 sandb
 (their check reads the world's file) and 10 core.lease steps on distinct targets (each looks up
 its target's reservation in the store), in 10 phases. Each verify records one dry run.
 
-    python scripts/bench_dry_run.py [--url postgresql://...?schema=s] [--rounds 20]
+    python -m scripts.bench_dry_run [--url postgresql://...?schema=s] [--rounds 20]
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Benchmark of the operator tools: rebuild memory against store size, replay time against
 store size, and stepping's reads. Rebuild throughput: scripts/bench_rebuild.py.
 
-    .venv/bin/python scripts/bench_history.py --store sqlite --events 1000000
-    .venv/bin/python scripts/bench_history.py --store postgres --events 1000000
+    .venv/bin/python -m scripts.bench_history --store sqlite --events 1000000
+    .venv/bin/python -m scripts.bench_history --store postgres --events 1000000
 
 A script, not a test: it builds a fresh SQLite file under /tmp or a fresh PostgreSQL schema,
 prints figures side by side, and removes the store at the end.

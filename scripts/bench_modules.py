@@ -1,7 +1,7 @@
 """Entries given back per second through the Redis module beside the sandbox module, with the
 same runs: the round-trip cost of a real server.
 
-    .venv/bin/python scripts/bench_modules.py --runs 40 --entries 50
+    .venv/bin/python -m scripts.bench_modules --runs 40 --entries 50
 
 A script, not a test: a fresh SQLite store and sandbox file under /tmp, Redis keys under a
 unique prefix, all removed at the end.

@@ -1,8 +1,8 @@
 """Benchmark of runledger's projector beside the eventsourcing library's own projection machinery:
 the same events, projected into the same rows, in the same store, in the same run.
 
-    .venv/bin/python scripts/bench_projector.py --store sqlite --entries 5000
-    .venv/bin/python scripts/bench_projector.py --store postgres --entries 5000
+    .venv/bin/python -m scripts.bench_projector --store sqlite --entries 5000
+    .venv/bin/python -m scripts.bench_projector --store postgres --entries 5000
 
 The events are finished runs whose entries were each recorded, claimed and given back (the
 history ``bench_history.py`` writes). Both sides fill the resources view's table with the
@@ -29,7 +29,6 @@ import time
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from bench_history import NOW, fresh_store, given_back_run
 from eventsourcing.persistence import InfrastructureFactory, Tracking
 from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.projection import Projection, ProjectionRunner
@@ -44,6 +43,7 @@ from runledger.projections.backend import Backend
 from runledger.projections.projector import Projector
 from runledger.projections.schema import create_table
 from runledger.projections.views.resources import ResourcesView, apply_resource
+from scripts.bench_history import NOW, fresh_store, given_back_run
 
 COLUMNS = ResourcesView.columns
 TOPICS = tuple(sorted(ResourcesView.topics()))

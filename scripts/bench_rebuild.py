@@ -1,10 +1,10 @@
 """Benchmark of `runledger rebuild`, end to end from a cold start, beside a raw read of the same
 events, and its peak memory at two store sizes.
 
-    .venv/bin/python scripts/bench_rebuild.py                       # both stores, ~1-2 minutes
-    .venv/bin/python scripts/bench_rebuild.py --store postgres --events 2000000 --repeat 3
-    .venv/bin/python scripts/bench_rebuild.py --store sqlite --profile /tmp/rebuild.prof
-    .venv/bin/python scripts/bench_rebuild.py --against /tmp/before/.venv/bin/python
+    .venv/bin/python -m scripts.bench_rebuild                       # both stores, ~1-2 minutes
+    .venv/bin/python -m scripts.bench_rebuild --store postgres --events 2000000 --repeat 3
+    .venv/bin/python -m scripts.bench_rebuild --store sqlite --profile /tmp/rebuild.prof
+    .venv/bin/python -m scripts.bench_rebuild --against /tmp/before/.venv/bin/python
 
 What is timed, for each engine, each in a fresh Python process:
 
@@ -54,7 +54,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from bench_history import fresh_store
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ENTRIES = 200
@@ -96,7 +95,7 @@ def started_run(number: int, at: datetime) -> tuple[Any, list[Any]]:
                 )
             )
     detail = {"step": "s0", "entries": per_step}
-    made.append(LogEntry(f"{run.id}:start", run.id, "step.recorded", detail, at))
+    made.append(LogEntry(f"{run.id}:start", run.id, "step.succeeded", detail, at))
     return run, made
 
 
@@ -114,7 +113,7 @@ def given_back(run: Any, entries: list[Any], at: datetime) -> list[Any]:
         else:
             entry.mark_reverted("bench", 1, later)
     run.complete(later)
-    line = LogEntry(f"{run.id}:swept", run.id, "sweep.done", {"entries": len(entries)}, later)
+    line = LogEntry(f"{run.id}:swept", run.id, "cleanup.swept", {"entries": len(entries)}, later)
     return [run, *entries, line]
 
 
@@ -203,6 +202,8 @@ def peak_rss_kb() -> int:
 
 
 def run_child(kind: str, url: str, *extra: str, python: str | None = None) -> dict[str, Any]:
+    """This file in a fresh process, run by its path: it imports nothing of the scripts package,
+    so that another runledger's interpreter (``--against``) runs it on its own runledger."""
     done = subprocess.run(
         [python or sys.executable, __file__, "--child", kind, "--url", url, *extra],
         capture_output=True,
@@ -242,6 +243,10 @@ def bench(
     from runledger.application.modules.protocol import Registry
     from runledger.application.settings import Settings
     from runledger.projections.rebuild import REBUILD_PAGE, rebuild
+
+    # Here, not at the top: a child runs this file by its path (perhaps under another runledger's
+    # interpreter), where the scripts package is not importable, and needs none of it.
+    from scripts.bench_history import fresh_store
 
     url, drop = fresh_store(engine)
     try:

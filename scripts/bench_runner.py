@@ -3,12 +3,12 @@
 
 Run it from the project root, with a PostgreSQL server, for example::
 
-    .venv/bin/python scripts/bench_runner.py                      # all parts, PostgreSQL
-    .venv/bin/python scripts/bench_runner.py --store sqlite --parts burst
-    EVENT_CLEANUP_RUN_BATCH=50 .venv/bin/python scripts/bench_runner.py --parts burst steady
+    .venv/bin/python -m scripts.bench_runner                      # all parts, PostgreSQL
+    .venv/bin/python -m scripts.bench_runner --store sqlite --parts burst
+    EVENT_CLEANUP_RUN_BATCH=50 .venv/bin/python -m scripts.bench_runner --parts burst steady
 
-The runners are ``tests/support/runner_proc.py`` processes with an instant module; they read their
-settings from the environment (EVENT_* batch variables included), as a runner does.
+The runners are ``scripts/drills/runner_proc.py`` processes with an instant module; they read
+their settings from the environment (EVENT_* batch variables included), as a runner does.
 
 - burst: one runner; runs whose one phase advances by hand are started and dispatched, then
   this script advances them all at once (each completes); seconds from the last one ending
@@ -44,7 +44,6 @@ from uuid import UUID
 
 import psycopg
 from psycopg.sql import SQL, Identifier
-from runner_meter import Sessions, TickSums, cpu_seconds, machine_busy, tick_sums
 
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.errors import Conflict
@@ -53,12 +52,11 @@ from runledger.application.settings import ENV_NAMES, Settings
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run
 from runledger.domain.step import Step
+from scripts.drills.runner_proc import ACTION, MODULE, PROG
+from scripts.runner_meter import Sessions, TickSums, cpu_seconds, machine_busy, tick_sums
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNER = ROOT / "tests" / "support" / "runner_proc.py"
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-ACTION = "crashworld.spawn"  # what tests/support/runner_proc.py registers
-MODULE = "crashworld"
 BATCH_VARIABLES = (
     "cleanup_run_batch",
     "cleanup_groups_per_run",
@@ -242,7 +240,7 @@ def profiled(folder: Path, n: int) -> list[str]:
 
 class Runners:
     """Runner processes released together; each ended by its own pid. They read their settings
-    from this environment, as a runner does (tests/support/runner_proc.py: Settings.from_env())."""
+    from this environment, as a runner does (scripts/drills/runner_proc.py: Settings.from_env())."""
 
     def __init__(self, url: str, count: int, folder: Path, interval: float, app: str) -> None:
         self.folder = folder
@@ -262,7 +260,8 @@ class Runners:
                         [
                             sys.executable,
                             *profiled(folder, n),
-                            str(RUNNER),
+                            "-m",
+                            PROG,
                             "--url",
                             url,
                             "--worker",

@@ -4,8 +4,8 @@ at two sizes of open work.
 
 Run it from the project root, for example::
 
-    .venv/bin/python scripts/bench_sweep.py --store postgres
-    .venv/bin/python scripts/bench_sweep.py --store sqlite --parts 1 --profile
+    .venv/bin/python -m scripts.bench_sweep --store postgres
+    .venv/bin/python -m scripts.bench_sweep --store sqlite --parts 1 --profile
 
 It is a script, not a test: it prints figures and changes nothing outside fresh SQLite files
 under /tmp or fresh PostgreSQL schemas, all removed at the end (``--keep`` keeps them).
@@ -30,10 +30,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sweep_history import part_history
-from sweep_meter import Meter, RssSampler, instrument
-from sweep_sql import PlainSweep, Sql
-from sweep_world import (
+from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.settings import Settings
+from runledger.projections.views.known import KNOWN_ROWS
+from scripts.sweep_history import part_history
+from scripts.sweep_meter import Meter, RssSampler, instrument
+from scripts.sweep_sql import PlainSweep, Sql
+from scripts.sweep_world import (
     ACTION,
     PG_ADMIN,
     Store,
@@ -46,10 +49,6 @@ from sweep_world import (
     settings_for,
     sweep_until_done,
 )
-
-from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.application.settings import Settings
-from runledger.projections.views.known import KNOWN_ROWS
 
 
 def uptime() -> str:

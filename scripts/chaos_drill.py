@@ -3,20 +3,20 @@ and then, and afterwards a check that the world equals the ledger.
 
 Run it from the project root, with a PostgreSQL server, for example::
 
-    .venv/bin/python scripts/chaos_drill.py --runs 150 --runners 3 --minutes 3 --kill-every 4
+    .venv/bin/python -m scripts.chaos_drill --runs 150 --runners 3 --minutes 3 --kill-every 4
 
 It makes a schema of its own (dropped at the end), starts the runs (random specs of 1-3 steps of
 1-3 refs, in one phase or two) over the first two thirds of the drill, and keeps ``--runners``
-processes of ``tests/support/runner_proc.py`` working with random faults and outages: windows in
-which
-every call of the module answers a retryable "shard down", each shorter than the back-off the
-runners are given (``EVENT_RETRY_DELAYS_S``, ``EVENT_RETRY_JITTER`` in their environment).
+processes of ``scripts/drills/runner_proc.py`` working with random faults and outages: windows in
+which every call of the module answers a retryable "shard down", each shorter than the back-off
+the runners are given (``EVENT_RETRY_DELAYS_S``, ``EVENT_RETRY_JITTER`` in their environment).
 Every few seconds one runner is SIGKILLed by its pid and started again at once under a new
 worker name (``r2``, then ``r2.2``), so every call and every claim names the process that made
 it. Then the survivors work until every run has settled, and are stopped with SIGTERM.
 
-The check (``tests/support/world_model.py``) holds the module's calls file, the world's own history,
-against the event store. It exits 1 when they disagree or a goal is missed, 2 on bad arguments.
+The check (``scripts/drills/world_model.py``) holds the module's calls file, the world's own
+history, against the event store. It exits 1 when they disagree or a goal is missed, 2 on bad
+arguments.
 """
 
 from __future__ import annotations
@@ -35,24 +35,13 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-ROOT = Path(__file__).resolve().parent.parent
-# The drill drives the crash walks' runner processes and check: they live in the tests package.
-sys.path.insert(0, str(ROOT))
-
-from runledger.application.bootstrap import Runledger, bootstrap, init_store  # noqa: E402
-from runledger.application.modules.protocol import Registry  # noqa: E402
-from runledger.application.settings import Settings  # noqa: E402
-from tests.application.test_crash_walks import (  # noqa: E402
-    QUICK,
-    Runners,
-    histories,
-    random_specs,
-    run_rows,
-    settled,
-)
-from tests.conftest import PG_ADMIN, drop_pg_url, new_pg_url  # noqa: E402
-from tests.support.runner_proc import ACTION, MODULE, append_line, outage_text, read_calls  # noqa: E402
-from tests.support.world_model import Audit, audit  # noqa: E402
+from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.modules.protocol import Registry
+from runledger.application.settings import Settings
+from scripts.drills.crash_walks import QUICK, Runners, histories, random_specs, run_rows, settled
+from scripts.drills.runner_proc import ACTION, MODULE, append_line, outage_text, read_calls
+from scripts.drills.world_model import Audit, audit
+from scripts.pg import PG_ADMIN, drop_pg_url, new_pg_url
 
 Window = tuple[float, float]  # seconds after the epoch, length in seconds
 START_SPREAD = 2 / 3  # runs keep arriving while runners die, and the last third winds down

@@ -1,5 +1,7 @@
 """Write the API's OpenAPI document to openapi.json, or to the path given.
 
+    .venv/bin/python -m scripts.openapi [PATH]
+
 tests/entrypoints/test_api_openapi.py fails while the committed document differs from what this
 writes.
 """

@@ -1,6 +1,6 @@
 """Where a runner benchmark's time goes, measured beside it: CPU of processes by /proc, the
 PostgreSQL sessions of the runners by sampling ``pg_stat_activity``, and the runners' own tick
-lines (``tests/support/runner_proc.py --ticks``).
+lines (``scripts/drills/runner_proc.py --ticks``).
 
 Runner processes name their sessions with ``PGAPPNAME`` (libpq reads it), so the sampler sees
 only theirs. The server's CPU is its backends' (``/proc/<pid>/stat`` of each backend pid seen,

@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from sweep_meter import OPEN_INDEX_NAME, Health, health
-from sweep_rounds import TAG, Replay, Sent, Written, real_round, real_work
-from sweep_sql import Sql
-from sweep_world import (
+
+from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.projections.statements import CANDIDATES
+from scripts.sweep_meter import OPEN_INDEX_NAME, Health, health
+from scripts.sweep_rounds import TAG, Replay, Sent, Written, real_round, real_work
+from scripts.sweep_sql import Sql
+from scripts.sweep_world import (
     Store,
     count_status,
     ledger_runs,
@@ -26,9 +29,6 @@ from sweep_world import (
     settings_for,
     sweep_until_done,
 )
-
-from runledger.application.bootstrap import Runledger, bootstrap
-from runledger.projections.statements import CANDIDATES
 
 FAST_TOGETHER = 4
 """--replay fast: recorded rounds sharing each upsert, ~2,000 rows (a catch-up page is 2,000

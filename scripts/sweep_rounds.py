@@ -28,9 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep_world import ledger_runs, sweep_until_done
-
 from runledger.application.bootstrap import Runledger
+from scripts.sweep_world import ledger_runs, sweep_until_done
 
 REPLAYED = ("rl_runs", "rl_resources")
 """The views the candidate query reads: the only tables the replay writes and reads."""

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from sweep_sql import Sql
 
 from runledger.application.bootstrap import Runledger, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
+from scripts.sweep_sql import Sql
 
 PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ACTION = "bench.spawn"

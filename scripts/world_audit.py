@@ -2,13 +2,13 @@
 
 Run it from the project root, with PostgreSQL and Redis up, for example::
 
-    .venv/bin/python scripts/world_audit.py --store postgres --runs 120 --runners 3 \\
+    .venv/bin/python -m scripts.world_audit --store postgres --runs 120 --runners 3 \\
         --minutes 4 --kills 40 --freezes 40
 
 It makes a store of its own (a PostgreSQL schema, dropped at the end, or one SQLite file shared
 by every runner), a sandbox world in a file of its own and a private Redis prefix, sets a value
 of its own on every lease target, and starts ``--runners`` runner processes with the built-in
-sandbox and Redis modules (``tests/support/world_audit_runner.py``). Over ``--minutes`` it starts
+sandbox and Redis modules (``scripts/drills/world_audit_runner.py``). Over ``--minutes`` it starts
 ``--runs`` random runs of spawns, zones and leases, kills runners (``--kills`` SIGKILLs, each
 restarted at once under a new name), freezes them (``--freezes`` SIGSTOPs, each SIGCONTed a few
 seconds later, often after its claims lapsed), and turns the sandbox's fault knobs: calls that
@@ -16,9 +16,9 @@ hang past their deadline (some while their run is cancelled or aborted under the
 garbage, exceptions, and stalls of the whole world. People cancel, abort and ask for cleanup
 again (``runledger cleanup RUN --by ...``) while other runs hold the same targets, and a game
 master changes targets under running leases. Then it settles and reads the world's tables and
-keys directly (``tests/support/world_audit_check.py``): lost things, lost lease values, repeats
-beyond
-the call in flight and stuck runs must all be 0. It exits 1 when any is not, 2 on bad arguments.
+keys directly (``scripts/drills/world_audit_check.py``): lost things, lost lease values, repeats
+beyond the call in flight and stuck runs must all be 0. It exits 1 when any is not, 2 on bad
+arguments.
 """
 
 from __future__ import annotations
@@ -28,14 +28,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-# The drill, its runner processes and its check live in the tests package, beside its test.
-sys.path.insert(0, str(ROOT))
-
-from tests.support.world_audit_drill import Plan, Result, run_drill  # noqa: E402
+from scripts.drills.world_audit_drill import Plan, Result, run_drill
 
 SHOWN = 12  # the findings of each kind printed in full
 

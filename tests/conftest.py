@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +13,9 @@ from freezegun.api import FrozenDateTimeFactory
 from runledger.application.bootstrap import Runledger, bootstrap, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
+from scripts.pg import PG_ADMIN as PG_ADMIN
+from scripts.pg import drop_pg_url as drop_pg_url
+from scripts.pg import new_pg_url as new_pg_url
 from tests.support.game import NO_BACKOFF, SPAWN, START, Clock, Game, runledgers
 from tests.support.playing import BUILD, ZONE, PlayWorld
 from tests.support.playing import SPAWN as WORLD_SPAWN
@@ -22,7 +24,8 @@ from tests.support.playing import SPAWN as WORLD_SPAWN
 # ~1.8e9 s in --durations. Left alone, it keeps real time (nothing else reads it).
 freezegun.configure(extend_ignore_list=["_pytest.timing"])
 
-PG_ADMIN = os.environ.get("RUNLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+# PG_ADMIN, new_pg_url and drop_pg_url are scripts.pg's (the drills make their schemas there
+# too); the tests import them from here.
 REQUIRE_PG = os.environ.get("RUNLEDGER_REQUIRE_POSTGRES") == "1"
 
 
@@ -42,19 +45,6 @@ def pg_admin() -> str:
             pytest.fail(f"PostgreSQL is required here but not reachable: {problem}")
         pytest.skip(f"no PostgreSQL server: {problem}")
     return PG_ADMIN
-
-
-def new_pg_url(admin: str) -> str:
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return f"{admin}?schema={schema}"
-
-
-def drop_pg_url(admin: str, url: str) -> None:
-    schema = url.rsplit("schema=", 1)[1]
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The world-audit drill, short: about forty seconds of kills, freezes, late answers, faults and
 people on each store, then the world itself (the sandbox's tables, the Redis keys) held against
-the ledger. ``scripts/world_audit.py`` is the full-size drill; this one is its smoke test."""
+the ledger. ``scripts/world_audit.py`` is the full-size drill; this one is its smoke test (both run
+``scripts.drills.world_audit_drill``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.support.world_audit_drill import Plan, Result, run_drill
+from scripts.drills.world_audit_drill import Plan, Result, run_drill
 
 pytestmark = pytest.mark.slow
 

@@ -1,12 +1,11 @@
 """A runner with the built-in modules, in a process of its own, for the world-audit drill.
 
-Run as ``python -m tests.support.world_audit_runner --worker NAME [--budget-ms N] [--claim-slack-s
-S]``
-from the project root. Everything else comes from the environment as for ``runledger runner``
-(the store's URL, ``RUNLEDGER_BUILTIN_MODULES``, the modules' own settings, retry delays): the
-two knobs here are settings no environment variable reaches, the bound on core's own lease apply
-and the slack a claim is given after its call's budget, which the drill keeps short so that a
-frozen runner's claims lapse while it is stopped.
+Run as ``python -m scripts.drills.world_audit_runner --worker NAME [--budget-ms N]
+[--claim-slack-s S]`` from the project root. Everything else comes from the environment as for
+``runledger runner`` (the store's URL, ``RUNLEDGER_BUILTIN_MODULES``, the modules' own settings,
+retry delays): the two knobs here are settings no environment variable reaches, the bound on
+core's own lease apply and the slack a claim is given after its call's budget, which the drill
+keeps short so that a frozen runner's claims lapse while it is stopped.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ def settings_for(args: argparse.Namespace) -> Settings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tests.support.world_audit_runner")
+    parser = argparse.ArgumentParser(prog="scripts.drills.world_audit_runner")
     parser.add_argument("--worker", required=True)
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--budget-ms", type=int, default=2000, help="core.lease's apply bound")

@@ -3,8 +3,7 @@ with a world that fails, hangs and answers late, while people cancel, abort and 
 everything settles and the world itself is held against the ledger (``world_audit_check``).
 
 ``scripts/world_audit.py`` runs it from the terminal and ``tests/application/test_world_audit.py``
-runs a
-short one; both read its ``Result``.
+runs a short one; both read its ``Result``.
 """
 
 from __future__ import annotations
@@ -29,11 +28,11 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from runledger.domain.errors import DomainError
 from runledger.projections.queries import RunRow
-from tests.conftest import PG_ADMIN, drop_pg_url, new_pg_url
-from tests.support.world_audit_check import Findings, Ledger, compare, read_ledger, read_world
-from tests.support.world_audit_faults import BUDGET_S, HANG_S, Faults, GameMaster
-from tests.support.world_audit_procs import People, Runners, child_env
-from tests.support.world_audit_specs import REDIS_KINDS, Specs, pool
+from scripts.drills.world_audit_check import Findings, Ledger, compare, read_ledger, read_world
+from scripts.drills.world_audit_faults import BUDGET_S, HANG_S, Faults, GameMaster
+from scripts.drills.world_audit_procs import People, Runners, child_env
+from scripts.drills.world_audit_specs import REDIS_KINDS, Specs, pool
+from scripts.pg import PG_ADMIN, drop_pg_url, new_pg_url
 
 T = TypeVar("T")
 REDIS_URL = "redis://127.0.0.1:6379/0"

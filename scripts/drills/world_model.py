@@ -1,8 +1,9 @@
 """The world as a runner module's calls file tells it, held against what the ledger says.
 
-``tests/support/runner_proc.py`` writes one line per perform and revert call at the moment the call
-changes the world, so the calls file is the world's own history; the event store says what core
-decided. ``World`` replays the first; ``audit`` holds the two against each other, call by call.
+``scripts/drills/runner_proc.py`` writes one line per perform and revert call at the moment the
+call changes the world, so the calls file is the world's own history; the event store says what
+core decided. ``World`` replays the first; ``audit`` holds the two against each other, call by
+call.
 """
 
 from __future__ import annotations

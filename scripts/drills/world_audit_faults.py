@@ -18,7 +18,7 @@ from uuid import UUID
 import redis
 
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
-from tests.support.world_audit_check import Target, reading
+from scripts.drills.world_audit_check import Target, reading
 
 BUDGET_S = 1.5  # every module call's; a claim lasts it and the claim slack more
 LEASE_BUDGET_S = 2.0  # core.lease's bound on an apply (the runners' --budget-ms)

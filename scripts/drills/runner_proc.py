@@ -1,13 +1,13 @@
-"""A runner in a process of its own, for the crash walks and the runner benchmark.
+"""A runner in a process of its own, for the crash walks, the chaos drill and the runner bench.
 
-Run as ``python tests/support/runner_proc.py --url URL --worker NAME --calls FILE [knobs]``. It
-bootstraps a runledger on an initialised store (it never creates tables), registers one test
-module, and runs the runner's loop until SIGTERM or SIGINT. Every perform and revert call is
-appended as one JSON line to ``--calls`` (opened with ``O_APPEND`` for each line), so the parent
-counts every call across processes and across kills. A line is written at the moment the call
-changes the world, so the file's order is the world's: a perform once it has made its refs
-(after its delay; a hanging perform says so before it hangs), a revert as it gives back (before
-its sleep, which stands for the answer travelling back to core).
+Run as ``python -m scripts.drills.runner_proc --url URL --worker NAME --calls FILE [knobs]`` from
+the project root. It bootstraps a runledger on an initialised store (it never creates tables),
+registers one test module, and runs the runner's loop until SIGTERM or SIGINT. Every perform and
+revert call is appended as one JSON line to ``--calls`` (opened with ``O_APPEND`` for each line),
+so the parent counts every call across processes and across kills. A line is written at the
+moment the call changes the world, so the file's order is the world's: a perform once it has
+made its refs (after its delay; a hanging perform says so before it hangs), a revert as it gives
+back (before its sleep, which stands for the answer travelling back to core).
 
 The module's world is deterministic by idempotency key: ``perform`` answers the same refs for
 the same key (``<key>/r<i>``), which is what makes a reclaimed dispatch safe. A step's params
@@ -38,10 +38,11 @@ from typing import Any
 
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
-from runledger.application.services.pacing import Swept, Wake
-from runledger.application.services.runner import Observer, Runner, TickReport
+from runledger.application.services.running.runner import Observer, Runner, TickReport
+from runledger.application.services.sweep.pacing import Swept, Wake
 from runledger.application.settings import Settings
 
+PROG = "scripts.drills.runner_proc"  # python -m PROG, from the project root
 MODULE = "crashworld"
 ACTION = "crashworld.spawn"
 KIND = "creature"
@@ -234,7 +235,7 @@ def _await_go(ready: Path, go: Path, stop: threading.Event) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tests/support/runner_proc.py")
+    parser = argparse.ArgumentParser(prog=PROG)
     parser.add_argument("--url", required=True)
     parser.add_argument("--worker", required=True)
     parser.add_argument("--calls", required=True, type=Path)

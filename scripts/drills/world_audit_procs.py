@@ -36,7 +36,7 @@ class Runners:
         self.incarnations[slot] += 1
         n = self.incarnations[slot]
         worker = self.names[slot] = slot if n == 1 else f"{slot}.{n}"
-        command = [sys.executable, "-m", "tests.support.world_audit_runner", "--worker", worker]
+        command = [sys.executable, "-m", "scripts.drills.world_audit_runner", "--worker", worker]
         # Files, not pipes: nobody reads a pipe while the runner works, and a full one blocks it.
         with self._log(worker, "out").open("wb") as out, self._log(worker, "err").open("wb") as err:
             self.procs[slot] = subprocess.Popen(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from tests.support.world_audit_check import Leased, Target
+from scripts.drills.world_audit_check import Leased, Target
 
 SANDBOX_KINDS = ["crow", "wolf", "boar"]
 REDIS_KINDS = ["imp", "bat"]  # the Redis keys a run makes: <prefix><kind>:<tag>:<n>
