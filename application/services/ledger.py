@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.modules.answers import NamedResource
 from runledger.application.services.inputs import person, reason
+from runledger.application.services.named import late_line, new_entries
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.errors import KeyGivenBack, RunNotRunning
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
@@ -122,13 +123,7 @@ class Ledger:
         ]
         existing = self.streams.load(Resource, ids)
         now = self.clock()
-        created = list(
-            {  # one entry per natural key, however often the answer names it
-                i: self._new_entry(placeholder, r, now)
-                for r, i in reversed(list(zip(named, ids, strict=True)))
-                if i not in existing
-            }.values()
-        )
+        created = new_entries(placeholder, named, ids, existing, now)
         if placeholder.unresolved:
             placeholder.supersede(now)
             self.app.save(placeholder, *created, *also)
@@ -160,19 +155,8 @@ class Ledger:
                     raise
         placeholder = self._entry(placeholder_id)
         run = self.get_run(placeholder.run_id)
-        line = LogEntry(
-            key=f"late|{placeholder_id}|{uuid4()}",
-            run_id=placeholder.run_id,
-            kind="step.answered_late",
-            detail={
-                "step": step,
-                "action": action,
-                "entries": len(ids),
-                "run": run.status,
-            },
-            at=self.clock(),
-        )
-        self.app.save(line)
+        detail = {"step": step, "action": action, "entries": len(ids), "run": run.status}
+        self.app.save(late_line(placeholder, detail, self.clock()))
         return ids
 
     def _record(self, run_id: UUID, **fields: Any) -> UUID:
@@ -194,21 +178,6 @@ class Ledger:
                     f"({found.state}); nothing is dispatched under it again"
                 ) from None
         return entry.id
-
-    def _new_entry(self, placeholder: Resource, named: NamedResource, at: datetime) -> Resource:
-        return Resource(
-            run_id=placeholder.run_id,
-            step=placeholder.step,
-            kind=named.kind,
-            ref=named.ref,
-            module=placeholder.module,
-            action=placeholder.action,
-            idempotency_key=placeholder.idempotency_key,
-            payload=named.payload,
-            member_key=named.member_key,
-            until=named.until,
-            at=at,
-        )
 
     def get_run(self, run_id: UUID) -> Run:
         try:
