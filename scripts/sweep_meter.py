@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import runledger.application.services.give_back as cleanup_module
+import runledger.application.services.sweep.give_back as cleanup_module
 from runledger.application.bootstrap import Runledger
 from runledger.projections.schema import OPEN_INDEX
 

@@ -41,8 +41,8 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import dict_row
 
-from runledger.application.services.lanes import at_once, divide
-from runledger.application.services.verdicts import Summary
+from runledger.application.services.sweep.lanes import at_once, divide
+from runledger.application.services.sweep.verdicts import Summary
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
 from runledger.projections.schema import TABLE_DDL, is_open
@@ -184,7 +184,7 @@ class PlainSweep:
     backoff: Backoff = field(default_factory=Backoff)
     lanes: int = 1
     """Lanes a pass's runs are divided between, each on its own thread and connection, as
-    runledger's sweep divides them (services/lanes.py)."""
+    runledger's sweep divides them (services/sweep/lanes.py)."""
     carried: list[tuple[str, Pending | None, Summary]] = field(default_factory=list)
     others: list[PlainSweep] = field(default_factory=list)
     """The lanes past the first, made when first needed."""
