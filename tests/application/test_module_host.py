@@ -28,8 +28,9 @@ from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp
 from tests.application.test_loader import ZONES, by_name, marking, runledger, unused, write_module
 
-BOUND_S = 10.0
-"""How long a runledger process may take to exit once its command is over."""
+BOUND_S = 30.0
+"""How long a runledger process may take, start to exit, on a busy machine. A thread that kept it
+alive would keep it past the helper's 60 s timeout; an idle machine takes about 1 s."""
 
 LINGERS = """
 import threading
@@ -214,7 +215,8 @@ def test_an_endless_loop_at_load_is_stopped_and_burns_no_more_cpu(
     write_module(modules_dir, "b-quick", name="quick", site="shard-2")
     began = time.monotonic()
     found = by_name(loader_on(modules_dir).load([modules_dir]))
-    assert time.monotonic() - began < 0.3 + STOP_GRACE_S + 1.0
+    # The 0.3 s budget and the grace to stop, with room for a busy machine's scheduling.
+    assert time.monotonic() - began < 0.3 + STOP_GRACE_S + 5.0
     assert found["spin"].status == "startup_failed"
     assert found["spin"].reason == f"{call} did not finish within 0.3s and was stopped"
     assert found["quick"].status == "loaded"
