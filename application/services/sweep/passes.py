@@ -12,20 +12,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.modules.answers import Verdict
+from runledger.application.services.sweep.claims import Claims
 from runledger.application.services.sweep.from_rows import entry_from_row
 from runledger.application.services.sweep.give_back import GiveBack
 from runledger.application.services.sweep.groups import Group, group_entries
+from runledger.application.services.sweep.judging import Judge
 from runledger.application.services.sweep.pacing import Halt
-from runledger.application.services.sweep.verdicts import Judged, Summary, judge_group, swept_line
+from runledger.application.services.sweep.verdicts import Judged, Summary, swept_line
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
-from runledger.domain.resource import Resource
 from runledger.domain.runlog import LogEntry
 from runledger.projections.rows import EntryRow, RunRow
 from runledger.projections.statements import PAGE
@@ -55,6 +55,9 @@ class Landing:
 
 
 class Pass:
+    """One pass over the runs a sweep found: groups claimed, given back and judged one call at a
+    time, each verdict saved with the next call's claim."""
+
     def __init__(
         self,
         *,
@@ -67,12 +70,19 @@ class Pass:
         left_to_others: Callable[[Group], bool],
     ) -> None:
         self.app = app
-        self.streams = streams
         self.give_back = give_back
         self.settings = settings
         self.clock = clock
-        self.worker = worker
         self.left_to_others = left_to_others
+        self.claims = Claims(
+            app=app,
+            streams=streams,
+            give_back=give_back,
+            settings=settings,
+            clock=clock,
+            worker=worker,
+        )
+        self.judge = Judge(app=app, streams=streams, settings=settings, clock=clock, worker=worker)
         self.carried: list[Landing] = []
         self.left_over = False
         """A run's page held more than this pass may work: a next pass has more to do."""
@@ -96,12 +106,12 @@ class Pass:
         for group in groups:
             if stop is not None and stop.is_set():
                 break
-            self._claim(group, loaded)
+            self.claims.claim(group, loaded)
             self._save_then_claim(run_id, judged, group, summary)
             judged = None
             if group.claimed:
                 worked = True
-                judged = self._judge(run_id, group, self.give_back.verdict(group))
+                judged = self.judge.judge(run_id, group, self.give_back.verdict(group))
         if worked:
             final = replace(summary)
             if judged is not None:
@@ -116,21 +126,6 @@ class Pass:
         carried, self.carried = self.carried, []
         for landing in carried:
             self.land_one(landing)
-
-    def _claim(self, group: Group, loaded: dict[UUID, Resource]) -> None:
-        """Claim the group in memory, for one call: its budget plus the slack."""
-        now = self.clock()
-        expires = self._expiry(group)
-        max_attempts = self.settings.max_revert_attempts
-        for row in group.rows:
-            entry = loaded.get(row.entry_id)
-            if entry is not None and entry.retryable(now, max_attempts):
-                entry.claim_revert(self.worker, now, expires, max_attempts)
-                group.claimed[entry.id] = entry
-
-    def _expiry(self, group: Group) -> datetime:
-        slack = timedelta(seconds=self.settings.claim_slack_s)
-        return self.clock() + self.give_back.budget(group) + slack
 
     def _save_then_claim(
         self, run_id: UUID, previous: Judged | None, group: Group, summary: Summary
@@ -154,8 +149,8 @@ class Pass:
             for landing in carried:
                 self.land_one(landing)
             if previous is not None:
-                self._settle_apart(run_id, previous, summary)
-            group.claimed = self._claim_each(group)
+                self.judge.settle_apart(run_id, previous, summary)
+            group.claimed = self.claims.claim_each(group)
             return
         except BaseException:
             self.carried = carried + self.carried  # not saved: still the pass's to settle
@@ -181,54 +176,5 @@ class Pass:
                     summary.add(judged.counts)
                 return
         if judged is not None:
-            self._settle_apart(landing.run_id, judged, summary)
+            self.judge.settle_apart(landing.run_id, judged, summary)
         self.app.save(swept_line(landing.run_id, summary, self.clock()))
-
-    def _claim_each(self, group: Group) -> dict[UUID, Resource]:
-        won: dict[UUID, Resource] = {}
-        max_attempts = self.settings.max_revert_attempts
-        for row in group.rows:
-            fresh = self.streams.load(Resource, [row.entry_id]).get(row.entry_id)
-            now = self.clock()
-            if fresh is None or not fresh.retryable(now, max_attempts):
-                continue
-            fresh.claim_revert(self.worker, now, self._expiry(group), max_attempts)
-            try:
-                self.app.save(fresh)
-            except IntegrityError:
-                continue
-            won[fresh.id] = fresh
-        return won
-
-    def _judge(self, run_id: UUID, group: Group, verdict: Verdict) -> Judged:
-        return judge_group(
-            run_id,
-            group,
-            verdict,
-            self.worker,
-            self.clock(),
-            self.settings.backoff,
-            self.settings.max_revert_attempts,
-        )
-
-    def _settle_apart(self, run_id: UUID, judged: Judged, summary: Summary) -> None:
-        """Something else changed an entry while the call was out (an expiry, a reconcile, a
-        worker that took over an expired claim): judge on fresh state only what this worker
-        still holds, and save it alone."""
-        fresh = self.streams.load(Resource, list(judged.group.claimed))
-        # Settled by another writer while the call was out: no longer remaining either.
-        summary.remaining -= sum(1 for e in fresh.values() if not e.unresolved)
-        mine = {
-            i: e
-            for i, e in fresh.items()
-            if e.claim_worker == self.worker and e.attempts == judged.group.claimed[i].attempts
-        }
-        if not mine:
-            return
-        again = self._judge(run_id, Group(judged.group.rows, mine), judged.verdict)
-        try:
-            self.app.save(*mine.values(), again.line)
-        except IntegrityError:
-            log.warning("run %s: a verdict lost a race and will be retried", run_id)
-            return
-        summary.add(again.counts)
