@@ -1,27 +1,25 @@
 from __future__ import annotations
 
-import logging
 import random
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID, uuid4
 
-from runledger.application.errors import OUTAGES, Conflict
+from runledger.application.errors import Conflict
 from runledger.application.services.holds import Holds
 from runledger.application.services.inputs import person
 from runledger.application.services.ledger import Ledger, save_with_retry
-from runledger.application.services.serving import (
-    ServedElsewhere,
-    nowhere,
-    served_nowhere,
-)
+from runledger.application.services.pass_maker import PassMaker
+from runledger.application.services.serving import ServedElsewhere, served_nowhere
 from runledger.application.services.sweep.give_back import GiveBack
 from runledger.application.services.sweep.groups import Group
 from runledger.application.services.sweep.lanes import in_lanes
 from runledger.application.services.sweep.pacing import Halt
-from runledger.application.services.sweep.passes import Pass, Work
+from runledger.application.services.sweep.passes import Work
 from runledger.application.services.sweep.verdicts import Retried, Summary
+from runledger.application.services.sweep_call import SweepCall
+from runledger.application.services.troubled_runs import TroubledRuns
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.resource import Resource
@@ -29,11 +27,6 @@ from runledger.domain.run import TERMINAL
 from runledger.domain.runlog import LogEntry
 from runledger.projections.queries import Queries
 from runledger.projections.rows import EntryRow, RunRow
-
-log = logging.getLogger("runledger.cleanup")
-TROUBLE_SWEEPS = 5
-
-T = TypeVar("T")
 
 
 class Cleanup:
@@ -65,8 +58,10 @@ class Cleanup:
         self.settings = settings
         self.clock = clock
         self.serving = serving
-        self.elsewhere: ServedElsewhere = nowhere
-        self._troubled: dict[UUID, int] = {}
+        self._passes = PassMaker(
+            app=app, streams=streams, give_back=give_back, settings=settings, clock=clock
+        )
+        self._troubled = TroubledRuns()
         self.lanes = settings.cleanup_lanes or (2 if queries.backend.row_locks else 1)
         """Lanes a pass's runs are divided between (lanes.py): by default two where a write
         locks only its rows (PostgreSQL), one where it locks the store (SQLite)."""
@@ -78,76 +73,36 @@ class Cleanup:
     def sweep_more(self, worker: str, stop: Halt | None = None) -> tuple[dict[UUID, Summary], bool]:
         """A pass, and whether it may have left work a next pass would find: it found a whole
         batch of runs, or a run with more than it may work."""
-        self.elsewhere = self.serving()
+        elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
+        max_attempts = self.settings.max_revert_attempts
         # Every run's work is read before the pass writes, after one catch-up: a catch-up
         # after a run's verdicts would be a write transaction of its own, and one before each
         # read would only ask the store again whether anything new had come.
         with self.queries.one_catch_up():
-            found = self.queries.candidate_runs(
-                now, self.settings.max_revert_attempts, batch + len(self._troubled)
-            )
-            # A run whose pass just raised waits its turn behind the others, or it would hold
-            # a slot of every sweep for ever; several workers start at different runs.
-            candidates = [r for r in found if r not in self._troubled][:batch]
+            found = self.queries.candidate_runs(now, max_attempts, batch + len(self._troubled))
+            # A run whose pass just raised waits its turn behind the others (TroubledRuns);
+            # the rest are shuffled, so that several workers start at different runs.
+            candidates = self._troubled.pass_over(found)[:batch]
             random.shuffle(candidates)
-            self._troubled = {r: n - 1 for r, n in self._troubled.items() if n > 1}
-            max_attempts = self.settings.max_revert_attempts
             rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}
             pages = self._pages(list(rows.values()), now)
-
-        def lane(run_ids: list[UUID]) -> tuple[dict[UUID, Summary], bool]:
-            one = self._pass(worker)
-
-            def clean(run_id: UUID) -> Summary:
-                run = rows.get(run_id)
-                found = None if run is None else (run, [EntryRow.of(e) for e in pages[run_id]])
-                return one.clean(run_id, found, worker, stop)
-
-            swept = self._each(run_ids, clean, stop, self._lander(one))
-            one.land()
-            return swept, one.left_over
-
+        call = SweepCall(
+            passes=self._passes,
+            troubled=self._troubled,
+            worker=worker,
+            stop=stop,
+            elsewhere=elsewhere,
+            rows=rows,
+            pages=pages,
+        )
         swept: dict[UUID, Summary] = {}
         left_over = False
-        for done, more in in_lanes(lane, candidates, self.lanes):
+        for done, more in in_lanes(call.lane, candidates, self.lanes):
             swept |= done
             left_over = left_over or more
         return swept, len(candidates) >= batch or left_over
-
-    def _each(
-        self,
-        run_ids: list[UUID],
-        do: Callable[[UUID], T],
-        stop: Halt | None,
-        failed: Callable[[], None] | None = None,
-    ) -> dict[UUID, T]:
-        done: dict[UUID, T] = {}
-        for run_id in run_ids:
-            if stop is not None and stop.is_set():
-                break
-            try:
-                done[run_id] = do(run_id)
-            except OUTAGES:
-                raise  # the store's trouble, not this run's: the runner says so once
-            except Exception:  # one run's bad night must not stall the others
-                log.exception("cleanup of run %s failed; the sweep goes on", run_id)
-                self._troubled[run_id] = TROUBLE_SWEEPS
-                if failed is not None:
-                    failed()
-        return done
-
-    def _lander(self, one: Pass) -> Callable[[], None]:
-        """After a run's failure, what the pass carries from the runs before it is saved on its
-        own, run by run, so that their verdicts do not ride with a save that may fail again."""
-
-        def land() -> None:
-            carried, one.carried = one.carried, []
-            by_run = {landing.run_id: landing for landing in carried}
-            self._each(list(by_run), lambda r: one.land_one(by_run[r]), None)
-
-        return land
 
     def manual_cleanup(self, run_id: UUID, by: str) -> Retried:
         """A person asks again: reset the run's counters, log it, and work the run now. A lease
@@ -192,7 +147,6 @@ class Cleanup:
     def work_now(self, run_id: UUID, by: str, leave: Callable[[Group], bool]) -> Summary:
         """A person's pass over one ended run, now, in their name; a group ``leave`` answers
         true for is not worked."""
-        self.elsewhere = self.serving()
         return self.clean_run(run_id, worker=f"{by} (manual)", by=by, leave=leave)
 
     def clean_run(
@@ -205,13 +159,14 @@ class Cleanup:
         leave: Callable[[Group], bool] | None = None,
     ) -> Summary:
         """Work one run's retryable entries once, a bounded number of groups, one call at a
-        time; answers what was recorded. A group ``leave`` answers true for is not worked."""
+        time; answers what was recorded. A group ``leave`` answers true for is not worked, nor
+        one a live runner elsewhere serves (read for this call alone)."""
         now = self.clock()
         run = self.queries.run(run_id, now, self.settings.max_revert_attempts)
         found: Work | None = None
         if run is not None:
             found = (run, [EntryRow.of(e) for e in self._pages([run], now)[run_id]])
-        one = self._pass(worker, leave)
+        one = self._passes.make(worker, self.serving(), leave)
         summary = one.clean(run_id, found, by, stop)
         one.land()
         return summary
@@ -222,18 +177,3 @@ class Cleanup:
         max_attempts = self.settings.max_revert_attempts
         pages = [(run.run_id, run.status not in TERMINAL) for run in runs]
         return self.queries.retryable_pages(pages, now, max_attempts)
-
-    def _pass(self, worker: str, leave: Callable[[Group], bool] | None = None) -> Pass:
-        left = self._left_to_others
-        return Pass(
-            app=self.app,
-            streams=self.streams,
-            give_back=self.give_back,
-            settings=self.settings,
-            clock=self.clock,
-            worker=worker,
-            left_to_others=left if leave is None else lambda g: leave(g) or left(g),
-        )
-
-    def _left_to_others(self, group: Group) -> bool:
-        return not self.give_back.served_here(group) and self.elsewhere(self.give_back.needs(group))
