@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runledger.application.modules.deadline import Raised, Returned, TimedOut, call_with_deadline
-from runledger.application.modules.entry import import_entry
+from runledger.application.modules.admission import check_name, module_settings
+from runledger.application.modules.budgets import call_register, import_register, run_closers
 from runledger.application.modules.host import ModuleContext, ModuleEvents, Registration
 from runledger.application.modules.manifest import Manifest, check_api, read_manifest
 from runledger.application.modules.protocol import Registry
-from runledger.application.modules.status import ModuleFailed, ModuleStatus, failure
-from runledger.application.modules.threads import watching
-from runledger.application.settings import module_scope, refused_setting, settings_prefix
+from runledger.application.modules.status import ModuleFailed, ModuleStatus
 
 __all__ = ["Loader", "ModuleContext", "ModuleEvents", "ModuleStatus", "folders"]
 
-log = logging.getLogger("runledger.loader")
-
-# Names core itself ledgers under: a module with one of them could close core's entries.
-RESERVED_NAMES = frozenset({"core", "unknown"})
 BUILTIN_DIR = Path(__file__).parent.parent / "builtin_modules"
 
 
@@ -124,27 +117,14 @@ class Loader:
         """Every module's closers, all within ``close_budget_s`` together."""
         deadline = time.monotonic() + self.close_budget_s
         for hosted in self.hosted:
-            self._run_closers(hosted.name, hosted.registration, deadline)
-
-    def _run_closers(self, name: str, registration: Registration, deadline: float) -> None:
-        """A closer that hangs or raises is logged and passed over (a hung one is abandoned in
-        its daemon thread): closing never waits on a module past the deadline."""
-        for closer in registration.closers:
-            budget = max(0.05, deadline - time.monotonic())
-            with watching(name):
-                outcome = call_with_deadline(
-                    closer, {}, budget, raw=True, name=f"module-close-{name}"
-                )
-            if isinstance(outcome, TimedOut):
-                log.warning("closing module %s: a closer did not finish and was left behind", name)
-            elif isinstance(outcome, Raised):
-                log.warning("closing module %s: a closer raised %s", name, outcome.message)
+            run_closers(hosted.name, hosted.registration, deadline)
 
     def _start(self, folder: Path, manifest: Manifest, status: ModuleStatus) -> None:
-        self._check_name(manifest.name)
+        loaded = [h.name for h in self.hosted]
+        check_name(manifest.name, loaded)
         check_api(manifest.api)
-        settings = self._settings(manifest)
-        register = self._import(folder, manifest)
+        settings = module_settings(manifest, loaded, self.settings, self.environ)
+        register = import_register(folder, manifest, self.register_budget_s)
         scratch = Registry()
         hosted = self._host(folder, manifest, settings, scratch)
         try:
@@ -152,50 +132,9 @@ class Loader:
         except ModuleFailed:
             # what it started before failing is stopped
             deadline = time.monotonic() + self.close_budget_s
-            self._run_closers(hosted.name, hosted.registration, deadline)
+            run_closers(hosted.name, hosted.registration, deadline)
             raise
         self._adopt(hosted, scratch, status)
-
-    def _check_name(self, name: str) -> None:
-        if name in RESERVED_NAMES:
-            raise ModuleFailed(f"the name {name!r} is reserved for core")
-        if any(h.name == name for h in self.hosted):
-            raise ModuleFailed(f"a module named {name!r} is already loaded")
-
-    def _settings(self, manifest: Manifest) -> dict[str, str]:
-        """The module's own settings, after refusing a manifest that declares what is not."""
-        for name in manifest.settings:
-            refused = refused_setting(manifest.name, name)
-            if refused:
-                raise ModuleFailed(f"module.toml: settings: {refused}")
-        prefix = settings_prefix(manifest.name)
-        for hosted in self.hosted:
-            theirs = settings_prefix(hosted.name)
-            if prefix.startswith(theirs) or theirs.startswith(prefix):
-                raise ModuleFailed(
-                    f"its settings prefix {prefix} overlaps module "
-                    f"{hosted.name!r}'s {theirs}: one would read the other's"
-                )
-        return module_scope(
-            manifest.name, frozenset(manifest.settings), self.settings, self.environ
-        )
-
-    def _import(self, folder: Path, manifest: Manifest) -> Any:
-        """The module's register function, imported within the register budget."""
-        with watching(manifest.name):
-            imported = call_with_deadline(
-                import_entry,
-                {"folder": folder, "manifest": manifest},
-                self.register_budget_s,
-                raw=True,
-                stop=True,
-                name=f"module-import-{manifest.name}",
-            )
-        if isinstance(imported, TimedOut | Raised):
-            raise ModuleFailed(failure("importing it", imported))
-        if not isinstance(imported, Returned):
-            raise ModuleFailed("importing it answered no register function")
-        return imported.value
 
     def _host(
         self, folder: Path, manifest: Manifest, settings: dict[str, str], scratch: Registry
@@ -213,19 +152,9 @@ class Loader:
         return Hosted(manifest.name, context, registration)
 
     def _register(self, register: Any, hosted: Hosted, scratch: Registry) -> None:
-        name = hosted.name
-        with watching(name):
-            outcome = call_with_deadline(
-                register,
-                {"ctx": hosted.context},
-                self.register_budget_s,
-                raw=True,
-                stop=True,
-                name=f"module-register-{name}",
-            )
-        hosted.registration.close()
-        if isinstance(outcome, TimedOut | Raised):
-            raise ModuleFailed(failure("register()", outcome))
+        call_register(
+            register, hosted.name, hosted.context, hosted.registration, self.register_budget_s
+        )
         clash = (scratch.actions.keys() & self.registry.actions.keys()) | (
             scratch.leases.keys() & self.registry.leases.keys()
         )

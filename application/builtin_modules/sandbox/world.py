@@ -6,21 +6,19 @@ a test can all look at (and break) the same world.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runledger.application.builtin_modules.sandbox import leases
+from runledger.application.builtin_modules.sandbox import faults, leases, things
+from runledger.application.builtin_modules.sandbox.faults import KNOBS, RevertFaults
 from runledger.application.builtin_modules.sandbox.store import (
     count,
     create,
-    fence,
     fenced,
     given_back,
     prop,
@@ -28,7 +26,7 @@ from runledger.application.builtin_modules.sandbox.store import (
     transaction,
 )
 
-KNOBS = ("fail_perform", "fail_revert", "terminal", "hang", "throw", "garbage", "fail_refs")
+__all__ = ["KNOBS", "SandboxWorld"]
 
 
 class SandboxWorld:
@@ -45,16 +43,12 @@ class SandboxWorld:
     # -- what people and tests do to the world ------------------------------------------------
 
     def set_fault(self, scope: str, knob: str, value: Any = True) -> None:
-        if knob not in KNOBS:
-            raise ValueError(f"unknown fault {knob!r}; knobs are {', '.join(KNOBS)}")
         with self._db() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO faults VALUES (?, ?, ?)", (scope, knob, json.dumps(value))
-            )
+            faults.set_fault(db, scope, knob, value)
 
     def clear_faults(self) -> None:
         with self._db() as db:
-            db.execute("DELETE FROM faults")
+            faults.clear_faults(db)
 
     def set_value(self, target: str, value: Any) -> None:
         """Somebody else changes a world property (a game master, another system)."""
@@ -68,7 +62,7 @@ class SandboxWorld:
     def vanish(self, ref: str) -> bool:
         """The thing disappears without anyone telling core (a crash, a wipe)."""
         with self._db() as db:
-            return db.execute("DELETE FROM things WHERE ref = ?", (ref,)).rowcount > 0
+            return things.vanish(db, ref)
 
     def restart(self) -> None:
         """The game server restarts; the module sees its own reconnect."""
@@ -81,8 +75,7 @@ class SandboxWorld:
 
     def things(self) -> dict[str, dict[str, Any]]:
         with self._db() as db:
-            rows = db.execute("SELECT ref, kind, key, until FROM things ORDER BY ref").fetchall()
-        return {r[0]: {"kind": r[1], "key": r[2], "until": r[3]} for r in rows}
+            return things.listed(db)
 
     def calls(self, op: str) -> dict[str, int]:
         """How often each key (each target, for ``restore:<lease>``) was called with ``op``:
@@ -104,38 +97,11 @@ class SandboxWorld:
 
     def erase_due(self) -> list[tuple[str, str]]:
         """The world ends what has reached its deadline; answers (kind, ref) of each."""
-        now = self.clock().timestamp()
+        now = self.clock()
         with self._db() as db:
-            due = db.execute(
-                "SELECT kind, ref FROM things WHERE until IS NOT NULL AND until <= ?", (now,)
-            ).fetchall()
-            db.execute("DELETE FROM things WHERE until IS NOT NULL AND until <= ?", (now,))
-        return [(k, r) for k, r in due]
+            return things.erase_due(db, now)
 
     # -- the module's side -------------------------------------------------------------------
-
-    def _fault(self, db: sqlite3.Connection, scopes: list[str], knob: str) -> Any:
-        for scope in scopes:
-            row = db.execute(
-                "SELECT value FROM faults WHERE scope = ? AND knob = ?", (scope, knob)
-            ).fetchone()
-            if row:
-                return json.loads(row[0])
-        return None
-
-    def _spend(self, db: sqlite3.Connection, scopes: list[str], knob: str) -> bool:
-        """A counted fault: true while it has failures left, one fewer each time."""
-        for scope in scopes:
-            row = db.execute(
-                "SELECT value FROM faults WHERE scope = ? AND knob = ?", (scope, knob)
-            ).fetchone()
-            if row and int(json.loads(row[0])) > 0:
-                db.execute(
-                    "UPDATE faults SET value = ? WHERE scope = ? AND knob = ?",
-                    (json.dumps(int(json.loads(row[0])) - 1), scope, knob),
-                )
-                return True
-        return False
 
     def perform(self, action: str, params: dict[str, Any], key: str) -> Any:
         """Make what the params ask under ``key``, once; nothing under a key given back.
@@ -145,8 +111,8 @@ class SandboxWorld:
         """
         with self._db() as db:
             count(db, f"perform:{action}", key)
-            hang = self._fault(db, [action], "hang")
-            failing = self._spend(db, [action], "fail_perform")
+            hang = faults.fault(db, [action], "hang")
+            failing = faults.spend(db, [action], "fail_perform")
         if hang:
             time.sleep(float(hang))
         if failing:
@@ -155,64 +121,21 @@ class SandboxWorld:
             if fenced(db, key):
                 return given_back(key)
             if action == "sandbox.zone":
-                return self._open_zone(db, params, key)
-            return self._spawn(db, params, key)
-
-    def _spawn(self, db: sqlite3.Connection, params: dict[str, Any], key: str) -> Any:
-        kind = str(params.get("kind", "creature"))
-        tag = hashlib.sha1(key.encode()).hexdigest()[:8]
-        refs = [f"{kind}-{tag}-{i}" for i in range(int(params.get("count", 1)))]
-        for ref in refs:
-            db.execute("INSERT OR IGNORE INTO things VALUES (?, ?, ?, NULL)", (ref, kind, key))
-        return {"ok": True, "resources": [{"kind": kind, "ref": ref} for ref in refs]}
-
-    def _open_zone(self, db: sqlite3.Connection, params: dict[str, Any], key: str) -> Any:
-        name = str(params.get("name", "zone"))
-        row = db.execute("SELECT until FROM things WHERE ref = ?", (name,)).fetchone()
-        if row is None:
-            until = self.clock() + timedelta(seconds=float(params.get("duration_s", 60)))
-            db.execute(
-                "INSERT INTO things VALUES (?, 'zone', ?, ?)", (name, key, until.timestamp())
-            )
-        else:
-            until = datetime.fromtimestamp(row[0], UTC)
-        return {
-            "ok": True,
-            "resources": [{"kind": "zone", "ref": name, "until": until.isoformat()}],
-        }
+                return things.open_zone(db, params, key, self.clock)
+            return things.spawn(db, params, key)
 
     def revert(self, action: str, resources: list[dict[str, Any]], key: str) -> Any:
         """Give back the listed things, or with none whatever ``key`` made, and end the key in
         the same transaction."""
         refs = [r["ref"] for r in resources]
-        scopes = [action, *refs]
         with self._db() as db:
             count(db, f"revert:{action}", key)
-            hang = self._fault(db, scopes, "hang")
-            throw = self._fault(db, scopes, "throw")
-            garbage = self._fault(db, scopes, "garbage")
-            terminal = self._fault(db, scopes, "terminal")
-            failing = self._spend(db, scopes, "fail_revert")
-            fail_refs = set(self._fault(db, [action], "fail_refs") or [])
-        if hang:
-            time.sleep(float(hang))
-        if throw:
-            raise RuntimeError("sandbox: the shard dropped the connection (injected)")
-        if garbage:
-            return "garbage"
-        if terminal:
-            return {"ok": False, "retry": False, "error": f"sandbox: {action} refuses (injected)"}
-        if failing:
-            return {"ok": False, "error": f"sandbox: {action} could not reach the shard"}
+            injected = RevertFaults.read(db, action, refs)
+        stopped = injected.answer(action)
+        if stopped is not None:
+            return stopped
         with self._db() as db:
-            fence(db, key)
-            if not refs:  # a placeholder: give back whatever this key made
-                db.execute("DELETE FROM things WHERE key = ?", (key,))
-            for ref in refs:
-                if ref not in fail_refs:
-                    db.execute("DELETE FROM things WHERE ref = ?", (ref,))
-        failed = sorted(fail_refs & set(refs))
-        return {"ok": True, "failed": failed} if failed else {"ok": True}
+            return things.give_back(db, refs, key, injected.fail_refs)
 
     def zone_is_open(self, name: str) -> bool:
         """Read without a write lock or a transaction that could change the file: a dry run's
@@ -233,7 +156,7 @@ class SandboxWorld:
         answer back after the value is set: an apply that takes effect and answers late."""
         with self._db() as db:
             answer = leases.apply(db, lease, target, value, key)
-            hang = self._fault(db, [lease], "hang")
+            hang = faults.fault(db, [lease], "hang")
         if hang:
             time.sleep(float(hang))
         return answer
