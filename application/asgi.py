@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from runledger.application.api.app import routes
 from runledger.application.api.metrics import StoreCollector
 from runledger.application.api.request_log import RequestLog
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.application.web import console
 
 

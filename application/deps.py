@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 
 
 def get_rl(request: Request) -> Runledger:

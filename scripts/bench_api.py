@@ -28,9 +28,10 @@ from uuid import UUID
 
 import httpx
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.reading import answers as reading
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.pages import RunFilter
 from scripts.bench_history import NOW, fresh_store, given_back_run

@@ -33,9 +33,10 @@ from uuid import UUID
 
 import httpx
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.reading import answers as reading
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.spec import MAX_STEPS
 from scripts.bench_api import CLI, _wait_up, spare_port

@@ -25,8 +25,9 @@ from typing import Any
 
 import psycopg
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run

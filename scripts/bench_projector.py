@@ -35,8 +35,9 @@ from eventsourcing.projection import Projection, ProjectionRunner
 from eventsourcing.sqlite import SQLiteTrackingRecorder
 from eventsourcing.utils import Environment
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.projections.backend import Backend

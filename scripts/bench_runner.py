@@ -45,9 +45,10 @@ from uuid import UUID
 import psycopg
 from psycopg.sql import SQL, Identifier
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import Conflict
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import ENV_NAMES, Settings
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run

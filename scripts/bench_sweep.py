@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.views.known import KNOWN_ROWS
 from scripts.sweep_history import part_history

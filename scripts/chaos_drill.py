@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from scripts.drills.crash_walks import QUICK, Runners, histories, random_specs, run_rows, settled
 from scripts.drills.runner_proc import ACTION, MODULE, append_line, outage_text, read_calls

@@ -16,7 +16,8 @@ from typing import Any
 
 import psycopg
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
+from runledger.application.runledger import Runledger
 from runledger.projections.statements import CANDIDATES
 from scripts.sweep_meter import OPEN_INDEX_NAME, Health, health
 from scripts.sweep_rounds import TAG, Replay, Sent, Written, real_round, real_work

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import runledger.application.services.sweep.give_back as cleanup_module
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.projections.schema import OPEN_INDEX
 
 OPEN_INDEX_NAME = "rl_resources" + OPEN_INDEX

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from scripts.sweep_world import ledger_runs, sweep_until_done
 
 REPLAYED = ("rl_runs", "rl_resources")

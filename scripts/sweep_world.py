@@ -17,8 +17,9 @@ from typing import Any
 
 import psycopg
 
-from runledger.application.bootstrap import Runledger, init_store
+from runledger.application.bootstrap import init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from scripts.sweep_sql import Sql
 

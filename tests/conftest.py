@@ -10,8 +10,9 @@ import pytest
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from scripts.pg import PG_ADMIN as PG_ADMIN
 from scripts.pg import drop_pg_url as drop_pg_url

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 
 
 class StoreCollector(Collector):

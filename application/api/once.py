@@ -16,8 +16,8 @@ from fastapi import Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.deps import Rl, Writes
+from runledger.application.runledger import Runledger
 from runledger.application.services.once import Answer, KeyedCall
 from runledger.domain.keyed import MAX_KEY, key_problem
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.application.telemetry import say
 
 

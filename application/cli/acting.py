@@ -9,7 +9,7 @@ from uuid import UUID
 
 import typer
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.errors import guarded
@@ -24,6 +24,7 @@ from runledger.application.cli.options import AsJson, file_text, person_checked,
 from runledger.application.display import safe_text
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import Advanced, RunDetail
+from runledger.application.runledger import Runledger
 
 
 def start(

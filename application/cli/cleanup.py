@@ -10,7 +10,7 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits, where
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, cleanup_words, console
@@ -21,6 +21,7 @@ from runledger.application.display import safe_text
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.bulk import Applied, Apply, Plan, Selector
 from runledger.application.reading.schemas.runs import CleanupSummary
+from runledger.application.runledger import Runledger
 
 Where = Annotated[
     list[str] | None,

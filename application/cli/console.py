@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.text import Text
 
 from runledger.application import plain, words
-from runledger.application.bootstrap import Runledger
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
 from runledger.application.reading.schemas.runs import CleanupSummary
+from runledger.application.runledger import Runledger
 from runledger.domain.run import ended
 from runledger.projections.queries import EntryRow, RunRow
 

@@ -11,7 +11,7 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, console
@@ -22,6 +22,7 @@ from runledger.application.display import safe_text
 from runledger.application.plain import counted
 from runledger.application.reading import decided as reading_decisions
 from runledger.application.reading.schemas.decisions import EntryRetried, Kept
+from runledger.application.runledger import Runledger
 
 Run = Annotated[UUID, typer.Argument(metavar="RUN", help="an ended run")]
 By = Annotated[str, typer.Option(help="who decides", callback=person_checked)]

@@ -9,7 +9,7 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
@@ -26,6 +26,7 @@ from runledger.application.cli.tables import Table
 from runledger.application.display import json_text, safe_text
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
+from runledger.application.runledger import Runledger
 from runledger.domain.occurrence import OccurrenceState
 
 app = typer.Typer(

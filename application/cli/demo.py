@@ -12,13 +12,14 @@ from uuid import UUID
 from rich.console import Console
 from rich.text import Text
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli.console import console, show_runs
 from runledger.application.cli.demo_specs import DUEL, FESTIVAL, MARKET, PARADE
 from runledger.application.cli.errors import guarded
 from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
+from runledger.application.runledger import Runledger
 from runledger.application.services.running.runner import Runner, TickReport
 from runledger.application.services.spec_input import parse_spec
 from runledger.application.settings import Settings

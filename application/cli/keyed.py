@@ -14,9 +14,9 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import BaseModel
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.errors import Conflict
+from runledger.application.runledger import Runledger
 from runledger.application.services.once import Answer, KeyedCall
 from runledger.domain.keyed import key_problem
 

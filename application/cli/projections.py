@@ -10,7 +10,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import Difference, Rebuilt, print_json
 from runledger.application.cli.console import console
@@ -20,6 +20,7 @@ from runledger.application.cli.tables import Table
 from runledger.application.display import json_text, safe_text
 from runledger.application.errors import ProjectionStuck
 from runledger.application.reading.schemas.fleet import Projection
+from runledger.application.runledger import Runledger
 from runledger.projections.errors import Stuck
 from runledger.projections.rebuild import Difference as Differing
 from runledger.projections.rebuild import RebuildReport, choose

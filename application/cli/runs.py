@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import RunLog, print_json
 from runledger.application.cli.console import LOG_LINES, cleanup_text, console, show_runs
@@ -21,6 +21,7 @@ from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadQuery
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas import runs as schemas
+from runledger.application.runledger import Runledger
 from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupFilter

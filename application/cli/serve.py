@@ -14,13 +14,14 @@ import uvicorn
 from rich.console import Console
 
 from runledger.application.asgi import create_app
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.demo import prepared, run_demo
 from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, guarded
 from runledger.application.cli.options import interval_s, worker_checked
 from runledger.application.cli.runner import default_worker
 from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.application.telemetry import configure_logging
 

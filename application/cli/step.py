@@ -10,7 +10,7 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.errors import guarded
@@ -20,6 +20,7 @@ from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.plain import when
 from runledger.application.reading import answers as reading
+from runledger.application.runledger import Runledger
 from runledger.application.services.history import StepFrame, Stepping
 from runledger.application.words import event_said, field_said, field_value
 from runledger.domain.values import check_text

@@ -8,9 +8,9 @@ import contextlib
 from itertools import groupby
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadQuery, BadRequest, NotFound, ProjectionStuck
 from runledger.application.reading.schemas import bulk, fleet, history, runs
+from runledger.application.runledger import Runledger
 from runledger.application.services.bulk import Plan
 from runledger.application.services.history import Replay, Stepping
 from runledger.application.services.sweep.verdicts import Retried, Summary

@@ -3,11 +3,11 @@ counterpart for keeping and retrying one entry)."""
 
 from __future__ import annotations
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import NotFound
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas import decisions as schema
 from runledger.application.reading.schemas.runs import Held
+from runledger.application.runledger import Runledger
 from runledger.application.services.decisions import Kept, RetriedEntry
 
 

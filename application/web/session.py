@@ -16,8 +16,8 @@ from uuid import UUID
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.deps import Rl
+from runledger.application.runledger import Runledger
 from runledger.application.services.tokens import Actor
 from runledger.domain.token import a_role, may
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.projections.queries import RunRow
 from scripts.drills.runner_proc import ACTION, PROG, read_beats
 from scripts.drills.world_model import Histories

@@ -28,7 +28,7 @@ from uuid import UUID
 
 import redis
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.domain.fate import UNRESOLVED
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from runledger.domain.step import Step

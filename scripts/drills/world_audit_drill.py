@@ -22,9 +22,10 @@ from uuid import UUID, uuid4
 import redis
 from eventsourcing.persistence import IntegrityError, OperationalError
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import RunledgerError, StoreError
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.errors import DomainError
 from runledger.projections.queries import RunRow

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from tests.support.game import Clock, phase, spec
 from tests.support.playing import PlayWorld, key, makes
 

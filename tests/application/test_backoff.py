@@ -14,8 +14,8 @@ from uuid import UUID
 
 from rich.console import Console
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.cli.console import show_runs
+from runledger.application.runledger import Runledger
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import Resource
 from runledger.domain.step import step_of_key

@@ -15,9 +15,9 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.domain.resource import Resource
 from tests.support.by_hand import claim
 from tests.support.game import Clock, runledgers

@@ -19,9 +19,10 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.reservation import Reservation
 from runledger.projections.queries import EntryRow

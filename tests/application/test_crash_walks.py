@@ -22,8 +22,9 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.resource import PLACEHOLDER_KIND, Resource
 from runledger.domain.step import Step

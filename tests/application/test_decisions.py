@@ -16,10 +16,11 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import BadRequest, Conflict, NotFound
 from runledger.application.modules.protocol import Registry
 from runledger.application.reading import answers as reading
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.errors import NotClaimable
 from runledger.domain.resource import LEASE_KIND

@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
+from runledger.application.runledger import Runledger
 from tests.support.hostile import nested, thing_spec
 
 

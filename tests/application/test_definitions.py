@@ -8,8 +8,8 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, Conflict, NotFound
+from runledger.application.runledger import Runledger
 from runledger.application.services import dry_run
 from runledger.domain.definition import NothingPublished, Stamp
 from runledger.domain.occurrence import Occurrence

@@ -11,8 +11,9 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, init_store
+from runledger.application.bootstrap import init_store
 from runledger.application.errors import NotInitialised
+from runledger.application.runledger import Runledger
 from runledger.application.services.fleet import Serving
 from runledger.application.services.running.runner import Runner, TickReport
 from runledger.application.settings import Settings

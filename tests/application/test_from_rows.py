@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.application.services.sweep.from_rows import entry_from_row
 from runledger.domain.resource import Resource
 from runledger.projections.rows import EntryRow

@@ -24,9 +24,9 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.services.history import ReplayLine
 from runledger.application.services.leases import CORE_LEASE
 from runledger.application.services.reconcile import EXPIRED_REASON, ORPHANED_REASON

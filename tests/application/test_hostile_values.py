@@ -11,9 +11,9 @@ from uuid import UUID
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.domain.errors import DomainError
 from runledger.domain.values import text_problem, value_problem
 from tests.support.hostile import (

@@ -12,8 +12,8 @@ from typing import Any
 
 import psycopg
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from tests.support.corrupt import schema, sqlite
 from tests.support.game import Clock, Game, phase, runledgers, spec, step
 from tests.support.reading import tick

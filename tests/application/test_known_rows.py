@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.projections.projector import Projector
 from runledger.projections.views.known import KnownRows
 from runledger.projections.views.resources import ResourcesView

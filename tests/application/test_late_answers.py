@@ -20,10 +20,11 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.modules.deadline import ABANDONED
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from runledger.projections.queries import EntryRow

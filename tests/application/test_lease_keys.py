@@ -24,9 +24,10 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.modules.deadline import ABANDONED
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.services.dry_run import StartRefused
 from runledger.domain.reservation import holds_target
 from runledger.domain.resource import Resource

@@ -16,8 +16,8 @@ from uuid import UUID, uuid4
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest, NotFound
+from runledger.application.runledger import Runledger
 from runledger.application.services.leases import CORE_LEASE
 from runledger.domain.errors import NotAPlaceholder, RunNotRunning
 from runledger.domain.resource import Resource

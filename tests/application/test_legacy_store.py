@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.application.test_history import KEYS, Dump, dump

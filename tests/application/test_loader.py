@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.deadline import STOP_GRACE_S
 from runledger.application.modules.loader import Loader, ModuleContext, ModuleEvents, ModuleStatus
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 
 GOOD = """

@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.deadline import STOP_GRACE_S
 from runledger.application.modules.loader import Loader, ModuleEvents
 from runledger.application.modules.protocol import ModuleRegistrar, Registry
+from runledger.application.runledger import Runledger
 from runledger.application.services.ledger import Ledger
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.settings import Settings

@@ -11,7 +11,7 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.application.services.running.runner import TickReport
 from runledger.domain.definition import Stamp
 from runledger.domain.occurrence import run_id_for

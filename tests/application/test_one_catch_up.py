@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.projections.queries import Queries
 from tests.support.game import Clock
 from tests.support.playing import PlayWorld, ended_run

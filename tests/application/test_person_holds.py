@@ -18,8 +18,8 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.services.leases import CORE_LEASE
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND
 from runledger.projections.pages import Where

@@ -14,8 +14,9 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 from psycopg.sql import SQL, Identifier
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.application.store.pg_insert import FUNCTION
 from runledger.domain.resource import Resource

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 
 pytestmark = pytest.mark.postgres
 PID = "SELECT pg_backend_pid() AS pid"

@@ -12,8 +12,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import ProjectionStuck
+from runledger.application.runledger import Runledger
 from tests.application.test_projections import as_they_stand, ledger_a_run
 from tests.conftest import Factory
 from tests.support.corrupt import RUN_STARTED, UNKNOWN_TOPIC, delete_raw, events_table, insert_raw

@@ -6,7 +6,7 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.projections.queries import Queries
 from runledger.projections.rebuild import rebuild
 from runledger.projections.statements import CANDIDATES

@@ -25,9 +25,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.services.leases import CORE_LEASE
 from runledger.application.settings import Settings
 from runledger.domain.errors import RunNotRunning

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.projections.backend import Backend
 from tests.support.playing import PlayWorld, ended_run
 

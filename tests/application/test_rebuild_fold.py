@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 import runledger.projections.fold as fold_module
 import runledger.projections.rebuild as rebuild_module
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import ProjectionStuck
+from runledger.application.runledger import Runledger
 from runledger.domain.errors import DomainError
 from runledger.domain.resource import Resource
 from runledger.domain.run import Run

@@ -13,8 +13,8 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from tests.support.game import Clock, runledgers
 from tests.support.playing import (
     SPAWN,

@@ -22,8 +22,9 @@ import pytest
 import redis
 from eventsourcing.persistence import PersistenceError
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.builtin_modules.redis.world import BOOKKEEPING_TTL_S, RedisWorld
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow
 

@@ -18,7 +18,7 @@ from itertools import product
 from typing import Any
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.domain.errors import DomainError
 from runledger.domain.fate import STATES, Fate
 from runledger.domain.resource import Resource

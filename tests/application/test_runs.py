@@ -16,9 +16,9 @@ from uuid import UUID
 import pytest
 from eventsourcing.application import AggregateNotFoundError
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.domain.errors import RunNotRunning
 from runledger.domain.resource import Resource
 from runledger.domain.step import Step

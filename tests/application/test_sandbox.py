@@ -19,9 +19,10 @@ from uuid import UUID
 import pytest
 from rich.console import Console
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli.console import show_runs
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow, RunRow
 from tests.support.game import NO_BACKOFF

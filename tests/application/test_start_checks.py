@@ -16,9 +16,10 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.services.dry_run import StartRefused
 from runledger.application.services.running.starts import HELD_WAIT
 from runledger.application.settings import Settings

@@ -13,8 +13,8 @@ from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.application.store.transcoding import FastJSONTranscoder

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.projections.postgres import UPSERT_COPY_FROM
 from runledger.projections.views.resources import ResourcesView
 

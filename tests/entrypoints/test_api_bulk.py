@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from tests.application.test_person_holds import SKY, Sky, drifted_then_leased, said
 from tests.support.api_support import (
     DOWN,

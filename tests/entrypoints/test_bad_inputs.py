@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from itsdangerous import TimestampSigner
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.app import run
 from runledger.application.cli.console import console as terminal
 from runledger.application.errors import NotInitialised, StoreCorrupt
 from runledger.application.modules.loader import Loader, ModuleEvents
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.values import validation_problem
 from tests.support.api_support import (

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.errors import BadRequest, ConfigError
+from runledger.application.runledger import Runledger
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.settings import Settings
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS

@@ -12,11 +12,12 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.cli import exits
 from runledger.application.modules.protocol import Registry
 from runledger.application.reading.schemas.decisions import EntryRetried, Kept
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow
 from tests.entrypoints.test_cli_json import (

@@ -12,8 +12,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.web.routes import run_view
 from runledger.application.web.words import when
 from tests.support.api_support import (

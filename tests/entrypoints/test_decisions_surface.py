@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from uuid import UUID, uuid4
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from tests.application.test_decisions import WHY, drifted, leases
 from tests.support.api_support import Api, api_fixture, api_rl_fixture, shard_fixture
 from tests.support.console_support import Console, console_fixture, text_of

@@ -18,8 +18,9 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.step import Step
 from tests.support.game import SPAWN, Clock, Game, phase, runledgers, spec, step

@@ -21,8 +21,8 @@ from uuid import UUID
 
 import pytest
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from tests.entrypoints.test_cli import RUNLEDGER, run_cli
 from tests.support.game import Clock, phase, spec, step
 from tests.support.reading import row, tick

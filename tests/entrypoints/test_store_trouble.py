@@ -16,9 +16,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runledger.application.bootstrap import Runledger, bootstrap, init_store
+from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import ProjectionStuck
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.support.corrupt import RUN_STARTED, insert_raw, tables

@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 from httpx import Response
 
 from runledger.application.asgi import create_app
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from tests.support.game import phase, spec, step
 
 SHARD = "shard"

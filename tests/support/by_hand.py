@@ -10,7 +10,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from tests.support.playing import entry_of
 
 

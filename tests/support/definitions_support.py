@@ -15,8 +15,8 @@ from uuid import UUID
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 
 MODULE = "fair"
 STALL = "fair.stall"

@@ -25,8 +25,9 @@ from uuid import UUID
 
 from freezegun.api import FrozenDateTimeFactory
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 
 MODULE = "game"

@@ -13,8 +13,8 @@ from uuid import UUID
 
 from hypothesis import strategies as st
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.projections.rebuild import rebuild
 
 MODULE = "hostile"

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.services.runs import AdvanceReport
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from runledger.domain.spec import RunSpec

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger, bootstrap
+from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from tests.support.by_hand import claim
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
+from runledger.application.runledger import Runledger
 from runledger.application.services.running.runner import TickReport
 from runledger.domain.step import Step
 from runledger.projections.queries import EntryRow, LogLine, RunRow

@@ -14,9 +14,9 @@ from uuid import UUID
 
 from fastapi import Request
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import RunSummary
+from runledger.application.runledger import Runledger
 from runledger.application.services.holds import Held
 from runledger.application.words import STATE, cleanup_word
 from runledger.domain.run import ended

@@ -11,12 +11,12 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.deps import Rl, Writes
 from runledger.application.errors import Conflict
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas import bulk
 from runledger.application.reading.schemas.runs import CleanupSummary
+from runledger.application.runledger import Runledger
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page
 from runledger.application.web.routes.bulk_form import (

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import Entry
+from runledger.application.runledger import Runledger
 from runledger.domain.fate import UNRESOLVED
 from runledger.domain.run import ended
 from runledger.domain.text import safe_text

@@ -15,10 +15,10 @@ from uuid import UUID
 
 from fastapi import Request
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import BadRequest
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
+from runledger.application.runledger import Runledger
 from runledger.application.web.routes.acts import Foreseen
 from runledger.application.web.routes.definition_view import SHORT, placed, waiting
 from runledger.application.web.words import when

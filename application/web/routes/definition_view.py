@@ -13,10 +13,10 @@ from uuid import UUID
 
 from markupsafe import Markup
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.errors import NotFound
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
+from runledger.application.runledger import Runledger
 from runledger.application.services.occurrences import MAX_LISTED
 from runledger.domain.definition import Definition
 from runledger.domain.text import safe_text

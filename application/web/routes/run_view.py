@@ -8,10 +8,10 @@ from collections import Counter
 from typing import Any
 from uuid import UUID
 
-from runledger.application.bootstrap import Runledger
 from runledger.application.plain import value_said
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import LogLine
+from runledger.application.runledger import Runledger
 from runledger.application.services.tokens import Actor
 from runledger.application.web.routes.acts import LABELS, offered
 from runledger.application.web.words import state_order
