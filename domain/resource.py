@@ -40,8 +40,9 @@ class Resource(Aggregate):
         at: datetime
 
     # Each event moves the entry's fate in its own ``apply``, triggered directly by the command
-    # that checked it: the library's ``@event`` methods cost ~14 us more an event (matching the
-    # method's parameters to the event's fields, twice), the sweep's largest domain cost.
+    # that checked it: the library's ``@event`` methods cost more an event (matching the
+    # method's parameters to the event's fields, twice), the sweep's largest domain cost
+    # (scripts/MEASUREMENTS.md, "Events applied in their own apply").
     class Superseded(Aggregate.Event):
         at: datetime
 

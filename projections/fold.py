@@ -195,8 +195,8 @@ def blaming(backend: Backend) -> Iterator[None]:
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """A page of events and the rows kept are many small objects that live a while: the cycle
-    collector would scan them again and again (a third of the time) and find no cycle, since
-    folding makes none."""
+    collector would scan them again and again and find no cycle, since folding makes none: a
+    large share of the time (scripts/MEASUREMENTS.md, "Cycle collector paused while folding")."""
     was = gc.isenabled()
     gc.disable()
     try:

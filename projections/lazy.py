@@ -3,7 +3,8 @@
 A rebuild reads millions of events and each view looks at a few fields of each. Parsing the
 stored JSON with orjson and reviving a typed value (a datetime, a UUID) only when a view asks
 for it reads the same events into objects of the same classes — singledispatch and isinstance
-work unchanged — several times faster than the library's per-object decoding hook.
+work unchanged — faster than the library's per-object decoding hook (scripts/MEASUREMENTS.md,
+"Lazy decoding of events").
 
 The parsed JSON object becomes the event's ``__dict__`` as it is: plain fields (text, numbers)
 are read at C speed. Each field whose annotation allows anything else is a descriptor of the

@@ -24,7 +24,7 @@ BY_ID = (
 # Below this many rows a plain batched INSERT is as quick as the COPY round trips.
 COPY_FROM = 200
 # ... and a batched upsert as quick as COPY into scratch then one INSERT ... ON CONFLICT (into
-# rl_resources, five indexes: 100 rows 2.9 ms batched, 2.3 ms by COPY; 50 rows 1.6 / 2.1 ms).
+# rl_resources, five indexes; scripts/MEASUREMENTS.md, "Upserts by COPY from 100 rows").
 UPSERT_COPY_FROM = 100
 
 
@@ -48,9 +48,10 @@ class PostgresBackend(Backend):
     def select(self, statement: str, params: Sequence[Any], *, by_index: bool = False) -> list[Any]:
         """With ``by_index``, no bitmap scan. A bitmap scan never marks the index entries of
         dead rows, so with autovacuum off or behind, each read of a partial index meets every
-        row updated out of it since the last VACUUM (43 ms at 300,000 entries given back); a
-        plain index scan marks them as it meets them, and the next reads skip them. The setting
-        goes in the same round trip as the read, and ends with its transaction."""
+        row updated out of it since the last VACUUM, so its time follows all that was given
+        back (scripts/MEASUREMENTS.md, "Candidate query: no bitmap scans"); a plain index scan
+        marks them as it meets them, and the next reads skip them. The setting goes in the same
+        round trip as the read, and ends with its transaction."""
         if not by_index:
             return super().select(statement, params)
         with self.transaction(commit=False) as cursor:
@@ -126,8 +127,9 @@ class PostgresBackend(Backend):
             f"INSERT INTO {self.qualify(table)} ({names}) SELECT {names} FROM {scratch} "
             f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
         )
-        # DELETE, not TRUNCATE: a TRUNCATE gives the table a new file each time (500 rows: 8.4 ms
-        # a page with it, 7.0 ms without); the commit empties it anyway.
+        # DELETE, not TRUNCATE: a TRUNCATE gives the table a new file each time, which makes a
+        # page slower (scripts/MEASUREMENTS.md, "Scratch table emptied by DELETE"); the commit
+        # empties it anyway.
         cursor.execute(f"DELETE FROM {scratch}")
 
     def select_page(self, after: int, limit: int) -> list[Note]:
@@ -136,7 +138,8 @@ class PostgresBackend(Backend):
             "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
         ).format(Identifier(self.schema), Identifier(self.events_table))
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-            # Binary: a state travels as its bytes, not as hex text; a page reads in half the time.
+            # Binary: a state travels as its bytes, not as hex text, and a page reads faster
+            # (scripts/MEASUREMENTS.md, "Binary page reads on PostgreSQL").
             cur.execute(statement, [after, limit], prepare=True, binary=True)
             rows: list[Note] = cur.fetchall()
             conn.rollback()

@@ -1,5 +1,6 @@
 """Home-made beside the library's ProjectionRunner, which commits once per event: a page per
-transaction projects the same rows ~20x (SQLite) to ~40x (PostgreSQL) faster (bench_projector)."""
+transaction projects the same rows many times faster (scripts/MEASUREMENTS.md, "Home-made
+projector: a page per transaction")."""
 
 from __future__ import annotations
 

@@ -52,8 +52,9 @@ class EntryRow:
     @classmethod
     def of(cls, row: Any) -> EntryRow:
         # Filled in place rather than through the frozen __init__, which sets its twenty fields
-        # one object.__setattr__ at a time: a sweep makes one for every entry it works (8.4 ->
-        # 2.5 us here, with orjson and the cached run id). Still frozen: assigning raises.
+        # one object.__setattr__ at a time: a sweep makes one for every entry it works (filled
+        # here with orjson and the cached run id; scripts/MEASUREMENTS.md, "Entry rows filled in
+        # place"). Still frozen: assigning raises.
         made = object.__new__(cls)
         made.__dict__.update(
             entry_id=UUID(row["entry_id"]),

@@ -12,8 +12,8 @@ def any_of(states: frozenset[str], column: str) -> str:
 
     Written as ORs, not as an ``IN`` list: SQLite tests an ``IN`` list of more than two values
     against a temporary table that it builds again each time a statement runs, so once for
-    every row an ``executemany`` writes, and rl_resources' partial indexes test three a row
-    (measured with callgrind: ~190,000 instructions of the ~270,000 an upsert of a row took).
+    every row an ``executemany`` writes, and rl_resources' partial indexes test three a row:
+    most of an upsert's work (scripts/MEASUREMENTS.md, "State tests as ORs").
     The states go in the order they are declared, so the text is the same on every run: SQLite
     uses a partial index only when the query repeats its condition."""
     return "(" + " OR ".join(f"{column} = '{state}'" for state in STATES if state in states) + ")"

@@ -29,8 +29,9 @@ _RETRYABLE = (
 ORIGIN = "u.definition, u.definition_version, u.occurrence_id, u.verified_by, u.verified_at"
 
 # Open entries are grouped by run first (the partial index), and each such run is then looked up
-# by key. A plain join lets PostgreSQL hash-join a sequential scan of every run ever held: 1.1 ms
-# with 200 runs of history, 9-14 ms with 20,000.
+# by key. A plain join lets PostgreSQL hash-join a sequential scan of every run ever held, so
+# its time grows with the history (scripts/MEASUREMENTS.md, "Candidate query: open entries
+# grouped first").
 CANDIDATES = f"""SELECT c.run_id FROM (
         SELECT o.run_id, o.overdue,
           (SELECT u.status FROM {{rl_runs}} u WHERE u.run_id = o.run_id) AS status,
@@ -88,7 +89,8 @@ def retryable_pages_statement(
     """Several runs' pages of retryable entries in one statement, each run's page served by
     the index as it is alone, in the order of ``runs``. With ``lateral`` (PostgreSQL), one text
     whatever the runs: their ids go in an array, each read by a LATERAL subquery. A UNION ALL
-    of ten subqueries took PostgreSQL ~2.7 ms to plan, every pass, five times its execution."""
+    of ten subqueries took PostgreSQL longer to plan, every pass, than to execute
+    (scripts/MEASUREMENTS.md, "Retryable pages in one LATERAL text")."""
     stamp = now.timestamp()
     if lateral:
         statement = f"""SELECT p.* FROM unnest(%s::text[], %s::int[]) WITH ORDINALITY

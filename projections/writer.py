@@ -4,7 +4,7 @@ interpreter lock, so the server's work overlaps the replay's on a second core.
 
 On SQLite the writes stay on the replay's thread (``aside=False``): sqlite3 gives the lock back
 and takes it again for every row it inserts, and the two threads took turns rather than
-overlapping (measured: no gain, slightly worse)."""
+overlapping: no gain (scripts/MEASUREMENTS.md, "Rebuild writes aside on PostgreSQL only")."""
 
 from __future__ import annotations
 

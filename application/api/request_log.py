@@ -1,6 +1,6 @@
 """One log line and one count per request, as plain ASGI: Starlette's ``@app.middleware("http")``
-runs every request through a task group and memory streams of its own, about a quarter of a
-simple read's time in the server (py-spy, GET one run)."""
+runs every request through a task group and memory streams of its own, a large share of a
+simple read's time in the server (scripts/MEASUREMENTS.md, "Request log as plain ASGI")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """Threads reused for module calls.
 
 A call runs in a daemon thread so that its deadline can be kept (deadline.py). Starting a thread
-for every call cost ~100 us, and a turn of the scheduler more on a busy machine; handing the call
-to a thread already waiting costs one wake-up. A thread whose call overran is simply not waited
-for; when it ends, it waits for the next call like the others, as long as no more than
-``MAX_IDLE`` wait already.
+for every call costs the thread's start, and a turn of the scheduler more on a busy machine;
+handing the call to a thread already waiting costs one wake-up (scripts/MEASUREMENTS.md,
+"Module calls on reused threads"). A thread whose call overran is simply not waited for; when
+it ends, it waits for the next call like the others, as long as no more than ``MAX_IDLE`` wait
+already.
 
 Threads are the process's, so the pool is one per process; a forked child starts with none.
 """

@@ -134,7 +134,8 @@ class Runs:
     def describe(self, run_id: UUID) -> list[PhaseStatus]:
         run, spec = self.phases.load(run_id)
         # Only the current phase's steps say anything (the others are done or not started):
-        # loading every step of a 1,000-step run was 80 % of its run page.
+        # loading every step of a long run was most of its run page (scripts/MEASUREMENTS.md,
+        # "A run's phases from its current phase's steps").
         current = (
             spec.phases[run.phase].steps
             if run.status != "completed" and run.phase < len(spec.phases)

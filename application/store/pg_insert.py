@@ -1,11 +1,12 @@
 """PostgreSQL inserts of a save's events in one statement, by a function ``runledger init`` makes.
 
 eventsourcing 9.5 sends each save as a pipelined transaction of six statements (begin, lock
-timeout, table lock, NOTIFY, insert, commit), each paid for in the client: ~0.9 ms of CPU a save
-here whatever its size, most of a sweep's save, which the crash fix makes once per module
-call. ``rl_insert_events`` does the same work in one prepared call: it takes the same EXCLUSIVE
-table lock (so positions still commit in order, which every reader of the store relies on),
-inserts, and answers the positions. It sends no NOTIFY: nothing in runledger listens.
+timeout, table lock, NOTIFY, insert, commit), each paid for in the client's CPU whatever the
+save's size: most of a sweep's save, which the crash fix makes once per module call
+(scripts/MEASUREMENTS.md, "One prepared insert call a save"). ``rl_insert_events`` does the
+same work in one prepared call: it takes the same EXCLUSIVE table lock (so positions still
+commit in order, which every reader of the store relies on), inserts, and answers the
+positions. It sends no NOTIFY: nothing in runledger listens.
 
 A store made by an earlier ``runledger init`` has no such function: its saves go the library's
 way until ``runledger init`` is run again.

@@ -6,7 +6,8 @@ several statements before, so what a connection keeps warm for the next statemen
 there: psycopg prepares a statement at its fifth use on a connection, PostgreSQL plans a prepared
 one generically after five more, and the catalog caches are per connection. Handing out the
 connection given back last keeps a thread on one connection; the others wait idle until threads
-want them at once. A burst-shaped sweep runs ~3 % faster (scripts/MEASUREMENTS.md).
+want them at once. A burst-shaped sweep runs faster this way (scripts/MEASUREMENTS.md, "LIFO
+pool").
 
 The deque is the pool's own attribute: if a psycopg_pool release changes it, the pool is left as
 it is, and tests/application/test_pool.py fails until this is looked at again.

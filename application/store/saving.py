@@ -3,9 +3,10 @@
 eventsourcing 9.5's ``Application.save`` collects events through
 ``ProcessingEvent.collect_events``, which asks ``isinstance(obj, DomainEventProtocol)`` and then
 ``isinstance(obj, CollectEventsProtocol)`` of each object. Both are runtime-checkable Protocols:
-each such ``isinstance`` walks every attribute the Protocol names, about 11 us an aggregate,
-a quarter of a sweep's save. Every aggregate runledger saves is an eventsourcing aggregate, and
-its class answers both questions at once; anything else is collected the library's way.
+each such ``isinstance`` walks every attribute the Protocol names, for every aggregate: a good
+part of a sweep's save (scripts/MEASUREMENTS.md, "Saving without runtime Protocol checks").
+Every aggregate runledger saves is an eventsourcing aggregate, and its class answers both
+questions at once; anything else is collected the library's way.
 
 ``save`` below is the library's ``Application.save`` with that one step replaced.
 tests/application/test_saving.py holds the library's text it was copied from and fails when the

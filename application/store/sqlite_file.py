@@ -55,7 +55,8 @@ def refuse_no_file(config: StoreConfig) -> None:
 def refuse_damaged(backend: Backend, config: StoreConfig) -> None:
     """An SQLite file whose pages are damaged is refused before anything is written into it:
     a write may land on pages that are whole, and only a later read would find the damage.
-    quick_check reads every page once (about 1 ms per MB, measured on a 94 MB file)."""
+    quick_check reads every page once, so it takes time in proportion to the file's size
+    (scripts/MEASUREMENTS.md, "quick_check before an SQLite file is written to")."""
     if not isinstance(backend, SQLiteBackend):
         return
     with backend.transaction(commit=False) as cursor:

@@ -75,9 +75,10 @@ class FastJSONTranscoder(JSONTranscoder):
 
     def _flat(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """A state of text, whole numbers, flags, nulls, UTC moments and ids, ready for orjson,
-        which writes it byte for byte as the library's encoder would, ~10x faster; None for any
-        other state. Most events are such (a claim, a verdict, a step's dispatch), and none of
-        their values can be NaN or hide one in a container. A float is left to the general path:
+        which writes it byte for byte as the library's encoder would, many times faster
+        (scripts/MEASUREMENTS.md, "orjson for events of plain values"); None for any other
+        state. Most events are such (a claim, a verdict, a step's dispatch), and none of their
+        values can be NaN or hide one in a container. A float is left to the general path:
         orjson spells some of them otherwise (1e16 against 1e+16), and writes NaN as null."""
         iso, hexed = self._iso, self._hex
         flat: dict[str, Any] = {}
@@ -95,8 +96,9 @@ class FastJSONTranscoder(JSONTranscoder):
 
     def _bounded(self, data: bytes) -> bytes:
         """The bytes, unless they hold a NUL or are too large to store."""
-        # The plain search first: the regex tries its look-behind at every position (~20 us an
-        # event, the sweep's single largest cost in its save), the search only finds a candidate.
+        # The plain search first: the regex tries its look-behind at every position of every
+        # event, which was the sweep's single largest cost in its save (scripts/MEASUREMENTS.md,
+        # "The NUL check's plain search first"); the search only finds a candidate.
         if b"\\u0000" in data and _ESCAPED_NUL.search(data):
             raise UnsafeValue("an event", "cannot be stored: a text contains the NUL character")
         if len(data) > MAX_EVENT_BYTES:

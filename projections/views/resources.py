@@ -196,7 +196,8 @@ class ResourcesView(RowView):
 
     def stored(self, row: Row) -> list[Any]:
         # In column order, read straight from the row and its fate: a rebuild writes a row
-        # for every entry, and merging the two into a dict first was half of this.
+        # for every entry, and merging the two into a dict first was a large part of this
+        # (scripts/MEASUREMENTS.md, "Resources rows' cells from the row and its fate").
         fate: Fate = row["fate"]
         return cells(
             [

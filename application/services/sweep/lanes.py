@@ -1,11 +1,12 @@
 """A sweep pass's runs divided between lanes, each worked on a thread of its own.
 
-On PostgreSQL a call's save waits for the server and its commit, about a third of a pass's
+On PostgreSQL a call's save waits for the server and its commit, a good part of a pass's
 time; a second lane works its own runs meanwhile. Each lane is a pass of its own (its claims,
 its verdicts, what it carries from one run to the next, its saves), so every call is still
 claimed before it starts and judged in a save right after it: only the order in which two
 runs' calls interleave changes. SQLite lets one writer at a time in and a waiting writer
-sleeps, so there a second lane only waits (a burst-shaped sweep measured ~20 % slower): one.
+sleeps, so there a second lane only waits and a sweep is slower with two: one. The figures are
+in scripts/MEASUREMENTS.md, "Sweep lanes".
 """
 
 from __future__ import annotations
