@@ -98,7 +98,7 @@ class AdvanceLeg:
 
     def run(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
         """Dispatch due steps, within the tick's bounds, and move phases on."""
-        self.dispatcher.elsewhere = self.serving()
+        elsewhere = self.serving()  # this leg's answer: per call, never kept on a service
         report = AdvanceReport()
         budget = TickBudget(self.settings.steps_per_tick, self.settings.steps_per_run_tick)
         order = self.rotation.order()
@@ -108,7 +108,7 @@ class AdvanceLeg:
                 report.cut_short = budget.spent
                 break
             try:
-                if self._advance_run(run_id, worker, report, stop, budget):
+                if self._advance_run(run_id, (worker, elsewhere), report, stop, budget):
                     self.rotation.again(run_id)
                     report.cut_short = True
             except (IntegrityError, RunNotRunning) as error:
@@ -122,7 +122,7 @@ class AdvanceLeg:
     def _advance_run(
         self,
         run_id: UUID,
-        worker: str,
+        asker: tuple[str, ServedElsewhere],
         report: AdvanceReport,
         stop: threading.Event | None,
         budget: TickBudget,
@@ -138,7 +138,7 @@ class AdvanceLeg:
         for step in steps:
             if stop is not None and stop.is_set():
                 return False
-            cut_short = self._step(run, step, worker, report, budget) or cut_short
+            cut_short = self._step(run, step, asker, report, budget) or cut_short
             if step.gave_up:
                 self._give_up(run, step, report)
                 return False
@@ -146,7 +146,12 @@ class AdvanceLeg:
         return cut_short
 
     def _step(
-        self, run: Run, step: Step, worker: str, report: AdvanceReport, budget: TickBudget
+        self,
+        run: Run,
+        step: Step,
+        asker: tuple[str, ServedElsewhere],
+        report: AdvanceReport,
+        budget: TickBudget,
     ) -> bool:
         """Settle or dispatch one step; answers whether the tick's bound left it undispatched."""
         self._settle_abandoned(step)
@@ -154,7 +159,8 @@ class AdvanceLeg:
             return False
         if not budget.allows():
             return budget.spent
-        outcome = self.dispatcher.dispatch(run.id, step, worker)
+        worker, elsewhere = asker
+        outcome = self.dispatcher.dispatch(run.id, step, worker, elsewhere)
         report.count_dispatch(outcome)
         if outcome != "not_mine":  # an attempt that was not this runner's to make costs nothing
             budget.spend()

@@ -53,13 +53,16 @@ class Dispatcher:
         self.core_lease = core_lease
         self.settings = settings
         self.clock = clock
-        self.elsewhere: ServedElsewhere = nowhere
 
-    def dispatch(self, run_id: UUID, step: Step, worker: str) -> Dispatched:
+    def dispatch(
+        self, run_id: UUID, step: Step, worker: str, elsewhere: ServedElsewhere = nowhere
+    ) -> Dispatched:
+        """Dispatch one due step; ``elsewhere`` says what other live runners serve (a step whose
+        action this runner lacks is theirs then)."""
         action = self._action(step)
         if action is None or action.perform is None:
             need = self.needs(step)
-            if self.elsewhere(need):
+            if elsewhere(need):
                 return "not_mine"
             final = step.attempts + 1 >= MAX_STEP_ATTEMPTS
             error = f'no module registers "{need}"' if final else unserved(need)
