@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from eventsourcing.persistence import IntegrityError
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -93,6 +94,16 @@ def install(app: FastAPI) -> None:
         if isinstance(error, Conflict):
             return _answer(409, error)
         return _invalid(str(error), "query" if isinstance(error, BadQuery) else "body")
+
+    @app.exception_handler(IntegrityError)
+    def raced(_: Request, error: IntegrityError) -> JSONResponse:
+        # Another writer (a runner, another request, another server) saved the same aggregate
+        # between this request's read and its save; the store refused the stale save whole.
+        log.info("a save lost a race: %s", safe_text(str(error), 300))
+        return JSONResponse(
+            {"detail": "another writer changed this at the same moment; try again"},
+            status_code=409,
+        )
 
     @app.exception_handler(StoreError)
     @app.exception_handler(NotInitialised)

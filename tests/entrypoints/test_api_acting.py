@@ -10,6 +10,8 @@ import json
 from typing import Any
 from uuid import UUID, uuid4
 
+import pytest
+
 from tests.support.api_support import (
     DOWN,
     SHARD_SPAWN,
@@ -219,3 +221,31 @@ def test_a_bad_spec_is_422_naming_the_field_and_starts_nothing(api: Api) -> None
         where = ".".join(str(p) for p in answer.json()["detail"][0]["loc"])
         assert where == field or where.startswith(f"{field}."), (raw[:80], where)
     assert api.get("/admin/events/runs").json()["items"] == []
+
+
+def test_an_act_that_loses_a_race_with_another_writer_is_a_409_and_the_other_write_stands(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runner in another process cancels the run between the request's read and its save:
+    the store refuses the stale save, and the API says so in one sentence, not a 500."""
+    run = api.start(shard_run(1, advance="manual"))
+    repository = api.rl.app.repository
+    read = repository.get
+
+    def read_then_raced(aggregate_id: UUID, *args: Any, **kwargs: Any) -> Any:
+        found = read(aggregate_id, *args, **kwargs)
+        if aggregate_id == run and not raced:
+            other: Any = read(aggregate_id)
+            other.cancel("bea", True, api.rl.clock())
+            api.rl.app.save(other)
+            raced.append(other)
+        return found
+
+    raced: list[Any] = []
+    monkeypatch.setattr(repository, "get", read_then_raced)
+    answer = api.post(f"/admin/events/runs/{run}/abort", "operator", json={"reason": "a storm"})
+    assert answer.status_code == 409, answer.text
+    assert answer.json() == {"detail": "another writer changed this at the same moment; try again"}
+    monkeypatch.undo()
+    summary = api.get(f"/admin/events/runs/{run}", "viewer").json()["run"]
+    assert (summary["status"], summary["ended_by"]) == ("cancelled", "bea")
