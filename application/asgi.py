@@ -3,8 +3,6 @@ one composition root, with the metrics and the request log. `runledger serve` ru
 
 from __future__ import annotations
 
-import threading
-
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
@@ -19,7 +17,6 @@ def create_app(rl: Runledger) -> FastAPI:
     """The API and the console over one composition root."""
     app = routes()
     app.state.rl = rl
-    app.state.writes = threading.Lock()
     registry: CollectorRegistry = rl.telemetry.registry
     registry.register(StoreCollector(rl))
     app.state.metrics = registry

@@ -1,9 +1,9 @@
 """What a request to either HTTP front end (the API, the console) is given: the composition
-root, and the process's write turn."""
+root. Requests write at once, as other processes do: no service keeps one call's state on
+itself, and the store refuses a stale save (a 409, api/errors.py)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -16,12 +16,4 @@ def get_rl(request: Request) -> Runledger:
     return rl
 
 
-def get_writes(request: Request) -> threading.Lock:
-    """One write at a time per process: the services keep per-call state (what the live
-    runners serve, a sweep's place) on themselves."""
-    lock: threading.Lock = request.app.state.writes
-    return lock
-
-
 Rl = Annotated[Runledger, Depends(get_rl)]
-Writes = Annotated[threading.Lock, Depends(get_writes)]

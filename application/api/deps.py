@@ -1,5 +1,5 @@
 """Who is asking the API, as typed dependencies: a bearer token's person and role (the
-composition root and the write turn are application/deps.py's, shared with the console)."""
+composition root is application/deps.py's, shared with the console)."""
 
 from __future__ import annotations
 

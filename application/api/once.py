@@ -1,14 +1,14 @@
 """The Idempotency-Key header of the routes that create or act (SPEC "Idempotent writes"). A
-route hands ``Once`` its act and how to answer it: without the header that is all it does, in
-the process's write turn; with it, the act runs once per person's key and every repeat of the
+route hands ``Once`` its act and how to answer it: without the header that is all it does;
+with it, the act runs once per person's key and every repeat of the
 request is answered the first answer, status and body (services/once.py)."""
 
 from __future__ import annotations
 
 import inspect
 import json
-import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Annotated, Any, TypeVar
 from uuid import UUID
 
@@ -16,7 +16,7 @@ from fastapi import Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.runledger import Runledger
 from runledger.application.services.once import Answer, KeyedCall
 from runledger.domain.keyed import MAX_KEY, key_problem
@@ -38,12 +38,9 @@ M = TypeVar("M", bound=BaseModel)
 class Keyed:
     """One request's act and answer, keyed or not."""
 
-    def __init__(
-        self, request: Request, rl: Runledger, writes: threading.Lock, key: str | None, body: bytes
-    ) -> None:
+    def __init__(self, request: Request, rl: Runledger, key: str | None, body: bytes) -> None:
         self.request = request
         self.rl = rl
-        self.writes = writes
         self.key = key
         self.body = body
 
@@ -60,8 +57,7 @@ class Keyed:
     ) -> M | Response:
         """``answer(act())``; ``withheld`` says why that answer may not be kept to give again."""
         if self.key is None:
-            with self.writes:
-                done = act()
+            done = act()
             return answer(done)
         route: Any = self.request.scope.get("route")
         status = int(getattr(route, "status_code", None) or 200)
@@ -71,7 +67,7 @@ class Keyed:
             why = None if withheld is None else withheld(model)
             return Answer(status, model.model_dump_json(by_alias=True), why)
 
-        kept = self._call(self.key).answer(self.writes, acted, self._refusal)
+        kept = self._call(self.key).answer(nullcontext(), acted, self._refusal)
         return Response(
             kept.body,
             status_code=kept.status,
@@ -104,7 +100,6 @@ class Keyed:
 async def keyed(
     request: Request,
     rl: Rl,
-    writes: Writes,
     key: Annotated[str | None, Header(alias=KEY_HEADER, description=ABOUT_KEY)] = None,
 ) -> Keyed:
     if key is not None and (problem := key_problem(key)) is not None:
@@ -117,7 +112,7 @@ async def keyed(
                 }
             ]
         )
-    return Keyed(request, rl, writes, key, await request.body() if key is not None else b"")
+    return Keyed(request, rl, key, await request.body() if key is not None else b"")
 
 
 Once = Annotated[Keyed, Depends(keyed)]

@@ -34,8 +34,8 @@ MAX_PROBLEMS = 500
 CHECK_BUDGET_S = 5.0
 """The most one module's dry-run check may take (its action's budget when that is shorter)."""
 TOTAL_BUDGET_S = 30.0
-"""The most all of one dry run's module calls may take: a verify holds the API's write turn,
-so a module whose checks hang must not hold it for a thousand steps' budgets."""
+"""The most all of one dry run's module calls may take: a verify holds its request open, so a
+module whose checks hang must not hold it for a thousand steps' budgets."""
 SAID_AT_START = 5
 """Problems a refused start says; the dry run of a definition lists every one."""
 

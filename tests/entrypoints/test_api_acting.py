@@ -7,6 +7,7 @@ always the token's person, never a name the body gives.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -249,3 +250,24 @@ def test_an_act_that_loses_a_race_with_another_writer_is_a_409_and_the_other_wri
     monkeypatch.undo()
     summary = api.get(f"/admin/events/runs/{run}", "viewer").json()["run"]
     assert (summary["status"], summary["ended_by"]) == ("cancelled", "bea")
+
+
+def test_concurrent_acts_on_one_run_in_one_server_end_it_once_and_answer_no_5xx(api: Api) -> None:
+    """No write lock: requests in one process write at once, as other processes do, and the
+    store decides. One act ends the run; the others are told why, in one sentence each."""
+    run = api.start(shard_run(1, advance="manual"))
+    acts = [
+        ("abort", {"reason": f"storm {n}"}) if n % 2 else ("cancel", {"cleanup": True})
+        for n in range(8)
+    ]
+
+    def act(name: str, body: dict[str, Any]) -> int:
+        answer = api.post(f"/admin/events/runs/{run}/{name}", "operator", json=body)
+        assert answer.status_code < 500, answer.text
+        return answer.status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        codes = list(pool.map(lambda a: act(*a), acts))
+    assert codes.count(200) == 1 and set(codes) <= {200, 409}, codes
+    ended = actors(api, run, "Aborted") + actors(api, run, "Cancelled")
+    assert len(ended) == 1

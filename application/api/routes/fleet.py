@@ -10,7 +10,7 @@ from fastapi import APIRouter, Response
 from runledger.application.api.deps import Admin, Viewer
 from runledger.application.api.once import Once
 from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas import fleet, tokens
 
@@ -70,8 +70,7 @@ def issue_token(
 
 
 @router.delete("/tokens/{token_id}", response_model=tokens.Token)
-def revoke_token(rl: Rl, writes: Writes, actor: Admin, token_id: UUID) -> tokens.Token:
-    with writes:
-        rl.tokens.revoke(token_id, by=actor.name)
+def revoke_token(rl: Rl, actor: Admin, token_id: UUID) -> tokens.Token:
+    rl.tokens.revoke(token_id, by=actor.name)
     found = [t for t in rl.tokens.listing() if t.token_id == token_id]
     return tokens.Token.model_validate(found[0])

@@ -6,7 +6,6 @@ module writes it, and the page shows it as text, so nothing sent can become mark
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -171,20 +170,17 @@ def _advance(before: Before, by: str) -> Foreseen:
     )
 
 
-Doer = Callable[[Runledger, threading.Lock, Before, str, str], str]
+Doer = Callable[[Runledger, Before, str, str], str]
 
 
-def perform(
-    rl: Runledger, writes: threading.Lock, action: str, run_id: UUID, by: str, reason: str
-) -> str:
-    """Do ``action`` in the name ``by`` under the app's write lock; answers what came of it.
+def perform(rl: Runledger, action: str, run_id: UUID, by: str, reason: str) -> str:
+    """Do ``action`` in the name ``by``; answers what came of it.
     A refusal (a domain error, a conflict, a bad reason) is raised and nothing is written."""
-    return DOERS[action](rl, writes, Before.read(rl, run_id), by, reason)
+    return DOERS[action](rl, Before.read(rl, run_id), by, reason)
 
 
-def _advanced(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
-    with writes:
-        said = rl.runs.advance(before.run.run_id, by)
+def _advanced(rl: Runledger, before: Before, by: str, _: str) -> str:
+    said = rl.runs.advance(before.run.run_id, by)
     done = f"Phase {before.current} advanced by {by}"
     if said == "completed":
         return f"{done}: it was the last, so the run completed; {_left(rl, before)}."
@@ -192,27 +188,23 @@ def _advanced(rl: Runledger, writes: threading.Lock, before: Before, by: str, _:
     return f"{done}: phase {after.current} has started."
 
 
-def _cancelled(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
-    with writes:
-        rl.ledger.cancel_run(before.run.run_id, by, cleanup=True)
+def _cancelled(rl: Runledger, before: Before, by: str, _: str) -> str:
+    rl.ledger.cancel_run(before.run.run_id, by, cleanup=True)
     return f"Cancelled by {by} with cleanup: {_left(rl, before)}."
 
 
-def _kept(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
-    with writes:
-        kept = rl.ledger.cancel_run(before.run.run_id, by, cleanup=False)
+def _kept(rl: Runledger, before: Before, by: str, _: str) -> str:
+    kept = rl.ledger.cancel_run(before.run.run_id, by, cleanup=False)
     return f"Cancelled by {by} without cleanup: {entries(kept)} kept in the name {by}."
 
 
-def _aborted(rl: Runledger, writes: threading.Lock, before: Before, by: str, reason: str) -> str:
-    with writes:
-        rl.ledger.abort_run(before.run.run_id, reason, by=by)
+def _aborted(rl: Runledger, before: Before, by: str, reason: str) -> str:
+    rl.ledger.abort_run(before.run.run_id, reason, by=by)
     return f"Aborted by {by} ({safe_text(reason, 200)}): {_left(rl, before)}."
 
 
-def _retried(rl: Runledger, writes: threading.Lock, before: Before, by: str, _: str) -> str:
-    with writes:
-        summary = rl.cleanup.manual_cleanup(before.run.run_id, by)
+def _retried(rl: Runledger, before: Before, by: str, _: str) -> str:
+    summary = rl.cleanup.manual_cleanup(before.run.run_id, by)
     found = reading.cleanup_summary(rl, before.run.run_id, summary)
     drifted = f", {found.drifted} drifted" if found.drifted else ""
     held = f" Left alone: {'; '.join(h.said for h in found.held)}." if found.held else ""

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.errors import Conflict
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas import bulk
@@ -54,7 +54,6 @@ def cleanup_page(
 def apply_plan(
     request: Request,
     rl: Rl,
-    writes: Writes,
     actor: Acting,
     fingerprint: Fingerprint,
     module: Typed = "",
@@ -74,8 +73,7 @@ def apply_plan(
     }
     shown = filters(typed)
     try:
-        with writes:
-            done = rl.bulk.apply(reading.where(shown.selector), fingerprint, actor.name)
+        done = rl.bulk.apply(reading.where(shown.selector), fingerprint, actor.name)
     except Conflict as error:
         now = _plan(rl, shown)
         return _page(request, actor, shown, now, stale=str(error), code=409)

@@ -4,7 +4,6 @@ it in the person's name, and the sentence that says what came of it (shown on th
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
@@ -121,18 +120,16 @@ def foresee_keep_rest(run: RunRow, left: list[EntryRow], by: str) -> Asked:
     )
 
 
-def keep(rl: Runledger, writes: threading.Lock, entry_id: UUID, by: str, why: str) -> str:
+def keep(rl: Runledger, entry_id: UUID, by: str, why: str) -> str:
     run_id = _run_of(rl, entry_id)
-    with writes:
-        kept = rl.decisions.keep_one(run_id, entry_id, by, why)
+    kept = rl.decisions.keep_one(run_id, entry_id, by, why)
     [name] = kept.entries.values()
     return f"Kept {safe_text(name)} in the name {by} ({safe_text(why, 200)}): {_left(rl, run_id)}."
 
 
-def retry(rl: Runledger, writes: threading.Lock, entry_id: UUID, by: str, why: str) -> str:
+def retry(rl: Runledger, entry_id: UUID, by: str, why: str) -> str:
     run_id = _run_of(rl, entry_id)
-    with writes:
-        done = rl.decisions.retry_one(run_id, entry_id, by, why or None)
+    done = rl.decisions.retry_one(run_id, entry_id, by, why or None)
     name = safe_text(done.name)
     if done.retried.held:
         return f"Retry of {name} by {by}: left alone: {done.retried.held[0].said}."
@@ -143,9 +140,8 @@ def retry(rl: Runledger, writes: threading.Lock, entry_id: UUID, by: str, why: s
     return f"Retried {name} by {by}: still {after.status}{error}; {_left(rl, run_id)}."
 
 
-def keep_rest(rl: Runledger, writes: threading.Lock, run_id: UUID, by: str, why: str) -> str:
-    with writes:
-        kept = rl.decisions.keep_rest(run_id, by, why)
+def keep_rest(rl: Runledger, run_id: UUID, by: str, why: str) -> str:
+    kept = rl.decisions.keep_rest(run_id, by, why)
     return (
         f"Kept what was left in the name {by} ({safe_text(why, 200)}): "
         f"{entries(len(kept.entries))} kept; {_left(rl, run_id)}."

@@ -17,7 +17,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.errors import BadRequest, Conflict, NotFound
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import Entry
@@ -79,20 +79,18 @@ def confirm(
 def decide_entry(
     request: Request,
     rl: Rl,
-    writes: Writes,
     actor: Acting,
     entry_id: UUID,
     act: Act,
     reason: Reason = "",
     back: Annotated[Back, Form()] = "entry",
 ) -> Response:
-    return _decide_entry(request, rl, writes, actor, entry_id, reason, act, back)
+    return _decide_entry(request, rl, actor, entry_id, reason, act, back)
 
 
 def _decide_entry(
     request: Request,
     rl: Rl,
-    writes: Writes,
     actor: Acting,
     entry_id: UUID,
     reason: str,
@@ -105,7 +103,7 @@ def _decide_entry(
     return _done(
         request,
         (run_id, "runs") if back == "run" else (entry_id, "entries"),
-        lambda: decide(rl, writes, entry_id, actor.name, reason),
+        lambda: decide(rl, entry_id, actor.name, reason),
         lambda code, said: _entry_confirmation(
             request, rl, actor, entry_id, act, back, code, said, reason
         ),
@@ -120,13 +118,13 @@ def confirm_keep_rest(request: Request, rl: Rl, actor: Reader, run_id: UUID) -> 
 
 @router.post("/runs/{run_id}/keep-rest", response_model=None)
 def keep_rest(
-    request: Request, rl: Rl, writes: Writes, actor: Acting, run_id: UUID, reason: Reason = ""
+    request: Request, rl: Rl, actor: Acting, run_id: UUID, reason: Reason = ""
 ) -> Response:
     reading.known_run(rl, run_id)
     return _done(
         request,
         (run_id, "runs"),
-        lambda: deciding.keep_rest(rl, writes, run_id, actor.name, reason),
+        lambda: deciding.keep_rest(rl, run_id, actor.name, reason),
         lambda code, said: _rest_confirmation(request, rl, actor, run_id, code, said, reason),
     )
 

@@ -16,7 +16,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.reading import definitions as answer
 from runledger.application.services.occurrences import MAX_LISTED
@@ -127,7 +127,6 @@ def confirmation(
 def act(
     request: Request,
     rl: Rl,
-    writes: Writes,
     actor: Acting,
     name: Name,
     act: Act,
@@ -136,11 +135,11 @@ def act(
     definition = found(rl, name)
     try:
         if act == "verify":
-            outcome = acts.verify(rl, writes, definition.name, actor.name)
+            outcome = acts.verify(rl, definition.name, actor.name)
         elif act == "publish":
-            outcome = acts.publish(rl, writes, definition.name, actor.name)
+            outcome = acts.publish(rl, definition.name, actor.name)
         else:
-            outcome = acts.schedule(rl, writes, definition.name, actor.name, acts.moment(at))
+            outcome = acts.schedule(rl, definition.name, actor.name, acts.moment(at))
     except BadRequest as error:
         if act == "schedule" and not isinstance(error, Conflict):
             return confirmation(request, rl, actor, definition.name, act, str(error), at)
@@ -169,12 +168,10 @@ def confirm_cancel(request: Request, rl: Rl, actor: Reader, occurrence_id: UUID)
 
 
 @router.post("/occurrences/{occurrence_id}/confirm/cancel", response_model=None)
-def cancel(
-    request: Request, rl: Rl, writes: Writes, actor: Acting, occurrence_id: UUID
-) -> Response:
+def cancel(request: Request, rl: Rl, actor: Acting, occurrence_id: UUID) -> Response:
     name = rl.occurrences.row(occurrence_id).definition
     try:
-        outcome = acts.cancel(rl, writes, occurrence_id, actor.name)
+        outcome = acts.cancel(rl, occurrence_id, actor.name)
     except (DomainError, BadRequest) as error:
         return refusal(request, rl, actor, name, error)
     return done(request, rl, actor, name, outcome)

@@ -7,7 +7,6 @@ module writes it, and the page shows it as text, so nothing sent can become mark
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -137,9 +136,8 @@ def foresee_cancel(occurrence: schema.Occurrence, by: str) -> Foreseen:
     )
 
 
-def verify(rl: Runledger, writes: threading.Lock, name: str, by: str) -> Outcome:
-    with writes:
-        dry_run = rl.definitions.verify(name, by=by)
+def verify(rl: Runledger, name: str, by: str) -> Outcome:
+    dry_run = rl.definitions.verify(name, by=by)
     return Outcome(_verified(rl, name, dry_run), "done" if dry_run.passed else "problems")
 
 
@@ -162,15 +160,13 @@ def _verified(rl: Runledger, name: str, dry_run: DryRun) -> str:
     )
 
 
-def publish(rl: Runledger, writes: threading.Lock, name: str, by: str) -> Outcome:
-    with writes:
-        publication = rl.definitions.publish(name, by=by)
+def publish(rl: Runledger, name: str, by: str) -> Outcome:
+    publication = rl.definitions.publish(name, by=by)
     return Outcome(answer.published(name, publication).message)
 
 
-def schedule(rl: Runledger, writes: threading.Lock, name: str, by: str, at: datetime) -> Outcome:
-    with writes:
-        made = rl.occurrences.schedule(name, at, by=by)
+def schedule(rl: Runledger, name: str, by: str, at: datetime) -> Outcome:
+    made = rl.occurrences.schedule(name, at, by=by)
     return Outcome(
         f"Scheduled '{name}' at {when(made.due_at)} by {by}: occurrence "
         f"{str(made.id).split('-')[0]}, pinned to version {made.pinned_version} "
@@ -178,9 +174,8 @@ def schedule(rl: Runledger, writes: threading.Lock, name: str, by: str, at: date
     )
 
 
-def cancel(rl: Runledger, writes: threading.Lock, occurrence_id: UUID, by: str) -> Outcome:
-    with writes:
-        made = rl.occurrences.cancel(occurrence_id, by=by)
+def cancel(rl: Runledger, occurrence_id: UUID, by: str) -> Outcome:
+    made = rl.occurrences.cancel(occurrence_id, by=by)
     return Outcome(
         f"Cancelled by {by}: the occurrence of '{made.definition}' due at {when(made.due_at)} "
         "will not start."

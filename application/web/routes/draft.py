@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.errors import BadRequest
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor
@@ -58,7 +58,6 @@ def editor(
 def save_draft(
     request: Request,
     rl: Rl,
-    writes: Writes,
     actor: Acting,
     name: Name,
     spec: Spec,
@@ -66,11 +65,10 @@ def save_draft(
 ) -> Response:
     definition = found(rl, name)
     try:
-        with writes:
-            current = rl.definitions.get(definition.name)
-            if current.revision != revision:
-                return editor(request, actor, current, spec, _moved(current, revision), 409)
-            edited, changed = rl.definitions.edit(definition.name, spec, by=actor.name)
+        current = rl.definitions.get(definition.name)
+        if current.revision != revision:
+            return editor(request, actor, current, spec, _moved(current, revision), 409)
+        edited, changed = rl.definitions.edit(definition.name, spec, by=actor.name)
     except (BadRequest, DomainError) as error:
         return editor(request, actor, definition, spec, str(error), 422)
     if changed:

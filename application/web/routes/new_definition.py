@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor
@@ -38,7 +38,6 @@ def new_definition_page(request: Request, actor: Reader) -> HTMLResponse:
 def create_definition(
     request: Request,
     rl: Rl,
-    writes: Writes,
     actor: Acting,
     name: Name = "",
     spec: Spec = "",
@@ -46,8 +45,7 @@ def create_definition(
 ) -> Response:
     try:
         text = _chosen(spec, file)
-        with writes:
-            created = rl.definitions.create(name, text, by=actor.name)
+        created = rl.definitions.create(name, text, by=actor.name)
     except Conflict as error:
         return form(request, actor, name, spec, str(error), 409)
     except (BadRequest, DomainError) as error:

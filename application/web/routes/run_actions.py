@@ -13,7 +13,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl, Writes
+from runledger.application.deps import Rl
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page
@@ -81,14 +81,13 @@ def confirmation(
 def act(
     request: Request,
     rl: Rl,
-    writes: Writes,
     actor: Acting,
     run_id: UUID,
     action: Action,
     reason: Reason = "",
 ) -> Response:
     try:
-        said = perform(rl, writes, action, run_id, actor.name, reason)
+        said = perform(rl, action, run_id, actor.name, reason)
     except (DomainError, BadRequest) as error:
         return refusal(request, rl, actor, run_id, action, error, reason)
     if is_htmx(request):
