@@ -10,10 +10,8 @@ import threading
 from typing import Annotated
 
 import typer
-import uvicorn
 from rich.console import Console
 
-from runledger.application.asgi import create_app
 from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.demo import prepared, run_demo
 from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, guarded
@@ -68,6 +66,11 @@ def serve(
         if demo:
             issued = guarded(lambda: rl.tokens.issue(DEMO_PERSON, "operator", by="serve --demo"))
             _welcome(address(host, port), issued.secret, where)
+        # The server's parts load when it starts: every other command starts without them.
+        import uvicorn
+
+        from runledger.application.asgi import create_app
+
         config = uvicorn.Config(create_app(rl), log_config=None, access_log=False)
         log.info("serving on %s (runner: %s)", address(host, port), "yes" if runner else "no")
         # uvicorn turns SIGTERM / SIGINT into a graceful stop, then puts back the handlers it
