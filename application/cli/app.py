@@ -24,6 +24,7 @@ from runledger.application.cli import (
     exits,
     fleet,
     modules,
+    occurrences,
     projections,
     replay,
     runner,
@@ -88,6 +89,14 @@ def _summary(command: Callable[..., Any] | None) -> str | None:
 for command in COMMANDS:
     incomplete = command in MAY_BE_INCOMPLETE
     app.command(epilog=exits.epilog(incomplete=incomplete), short_help=_summary(command))(command)
+OCCURRENCES: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("schedule", occurrences.schedule),
+    ("occurrences", occurrences.occurrences),
+    ("cancel", occurrences.cancel),
+)
+"""`def`'s commands about occurrences, after those about definitions."""
+for verb, occurring in OCCURRENCES:
+    definitions.app.command(verb)(occurring)
 for group in (sandbox.app, tokens.app, definitions.app):
     for info in group.registered_commands:
         info.epilog = exits.epilog()

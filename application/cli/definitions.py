@@ -4,7 +4,6 @@ as `cancel --by` does; --json prints what the API's route answers."""
 from __future__ import annotations
 
 from typing import Annotated
-from uuid import UUID
 
 import typer
 from rich.text import Text
@@ -13,21 +12,18 @@ from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.errors import Usage, guarded
+from runledger.application.cli.errors import guarded
 from runledger.application.cli.keyed import IdempotencyKey, once, spec_body
 from runledger.application.cli.options import (
     AsJson,
     definition_checked,
     file_text,
-    moment,
     person_checked,
 )
 from runledger.application.cli.tables import Table
 from runledger.application.display import json_text, safe_text
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
-from runledger.application.runledger import Runledger
-from runledger.domain.occurrence import OccurrenceState
 
 app = typer.Typer(
     help="Definitions: a draft verified by a dry run, published as frozen versions, "
@@ -155,7 +151,7 @@ def listing(as_json: AsJson = False) -> None:
             f"{d.fingerprint[:12]} r{d.revision}" + (" verified" if d.draft_verified else ""),
             {None: "none", True: "passed", False: "problems"}[d.last_dry_run_passed],
             str(d.versions),
-            _stamped(d.latest_verified) if d.versions else "",
+            stamped(d.latest_verified) if d.versions else "",
         )
     console.print(table)
 
@@ -174,7 +170,7 @@ def show(
                 print_json(frozen)
             else:
                 console.print(
-                    f"{safe_text(name)} version {frozen.version}: {_stamped(frozen.verified)}"
+                    f"{safe_text(name)} version {frozen.version}: {stamped(frozen.verified)}"
                 )
                 console.print(safe_text(json_text(frozen.spec), 100_000))
             return
@@ -184,7 +180,7 @@ def show(
         return
     console.print(
         f"{safe_text(found.name)}: draft {found.fingerprint[:12]} (revision {found.revision}), "
-        f"publishing it now: {_stamped(found.draft_verified)}"
+        f"publishing it now: {stamped(found.draft_verified)}"
     )
     for dry in found.dry_runs:
         outcome = "passed" if dry.passed else f"{len(dry.problems)} problem(s)"
@@ -210,99 +206,7 @@ def versions(name: Name, as_json: AsJson = False) -> None:
         _versions(found)
 
 
-@app.command("schedule")
-def schedule(
-    name: Name,
-    at: Annotated[str, typer.Option("--at", help="when, ISO 8601 (UTC unless it says)")],
-    by: By,
-    idempotency_key: IdempotencyKey = None,
-    as_json: AsJson = False,
-) -> None:
-    """Schedule the definition at a time, pinned to its latest version."""
-    when = guarded(lambda: moment("--at", at))
-    if when is None:
-        raise Usage("--at is needed")
-    with guarded(bootstrap) as rl:
-        found = once(
-            rl,
-            (idempotency_key, by, f"{DEFINITIONS}/{name}/occurrences", {"at": when.isoformat()}),
-            lambda: answer.occurrence(
-                rl.occurrences.row(rl.occurrences.schedule(name, when, by).id)
-            ),
-            schema.Occurrence,
-            201,
-        )
-    if as_json:
-        print_json(found)
-    else:
-        console.print(
-            f"occurrence {found.occurrence_id}: {safe_text(name)} version {found.version} at "
-            f"{found.due_at:%Y-%m-%d %H:%M:%S} UTC, {_stamped(found.verified)}"
-        )
-
-
-@app.command("occurrences")
-def occurrences(
-    name: Annotated[str | None, typer.Argument(help="one definition's; all when left out")] = None,
-    state: Annotated[
-        OccurrenceState | None, typer.Option(help="scheduled, started or cancelled")
-    ] = None,
-    as_json: AsJson = False,
-) -> None:
-    """Occurrences in due order, with their pinned version and verified stamp."""
-    with guarded(bootstrap) as rl:
-        found = [answer.occurrence(r) for r in guarded(lambda: rl.occurrences.listing(name, state))]
-    if as_json:
-        print_json(found)
-        return
-    if not found:
-        console.print("No occurrences.")
-        return
-    table = Table("definition", "version", "verified by", "state", title="Occurrences")
-    table.add_column("due (UTC)", no_wrap=True)
-    # Ids are what `def cancel` and `log` take: a narrow terminal folds one, never cuts it.
-    table.add_column("run", overflow="fold")
-    table.add_column("id", overflow="fold")
-    for o in found:
-        table.add_row(
-            Text(safe_text(o.definition)),
-            str(o.version),
-            Text(safe_text(o.verified.by, 80)) if o.verified else "unverified",
-            o.state,
-            f"{o.due_at:%Y-%m-%d %H:%M}",
-            str(o.run_id or ""),
-            str(o.occurrence_id),
-        )
-    console.print(table)
-
-
-@app.command("cancel")
-def cancel(
-    occurrence_id: Annotated[UUID, typer.Argument(help="the occurrence's id")],
-    by: By,
-    idempotency_key: IdempotencyKey = None,
-    as_json: AsJson = False,
-) -> None:
-    """Cancel an occurrence that has not started yet."""
-    with guarded(bootstrap) as rl:
-        found = once(
-            rl,
-            (idempotency_key, by, f"/admin/occurrences/{occurrence_id}/cancel", None),
-            lambda: _cancelled(rl, occurrence_id, by),
-            schema.Occurrence,
-        )
-    if as_json:
-        print_json(found)
-    else:
-        console.print(f"cancelled occurrence {occurrence_id} by {safe_text(by)}")
-
-
-def _cancelled(rl: Runledger, occurrence_id: UUID, by: str) -> schema.Occurrence:
-    rl.occurrences.cancel(occurrence_id, by)
-    return answer.occurrence(rl.occurrences.row(occurrence_id))
-
-
-def _stamped(stamp: schema.Stamp | None) -> str:
+def stamped(stamp: schema.Stamp | None) -> str:
     if stamp is None:
         return "unverified"
     return f"verified by {safe_text(stamp.by, 80)} at {stamp.at:%Y-%m-%d %H:%M:%S} UTC"
@@ -313,5 +217,5 @@ def _versions(found: list[schema.VersionSummary]) -> None:
         console.print(
             f"  version {v.version} ({v.fingerprint[:12]}) published by "
             f"{safe_text(v.published_by)} at {v.published_at:%Y-%m-%d %H:%M:%S}: "
-            f"{_stamped(v.verified)}"
+            f"{stamped(v.verified)}"
         )
