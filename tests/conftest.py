@@ -141,9 +141,3 @@ def opened(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iter
     """Open runledgers on the test's store, all on the test's clock."""
     with runledgers(store_url, registry, clock) as open_one:
         yield open_one
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked slow (they spawn processes) first: the workers then end together, instead of
-    one of them working a long drill alone at the end of the run."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
