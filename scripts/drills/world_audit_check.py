@@ -57,7 +57,7 @@ class Target:
 
 
 @dataclass
-class World:
+class WorldNow:
     """What the world holds now: things by (module, ref) with the key that made each, each
     target's value, and the sandbox's count of calls by (op, key)."""
 
@@ -79,8 +79,8 @@ def reading(path: Path) -> Iterator[sqlite3.Connection]:
 
 def read_world(
     sandbox: Path, client: redis.Redis, prefix: str, kinds: list[str], targets: list[Target]
-) -> World:
-    world = World()
+) -> WorldNow:
+    world = WorldNow()
     with reading(sandbox) as db:
         for ref, key in db.execute("SELECT ref, key FROM things"):
             world.things["sandbox", ref] = key
@@ -168,7 +168,7 @@ class Leased:
 
 
 def compare(
-    world: World, ledger: Ledger, targets: list[Target], owners: dict[str, Any], leased: Leased
+    world: WorldNow, ledger: Ledger, targets: list[Target], owners: dict[str, Any], leased: Leased
 ) -> Findings:
     """``owners``: each target's ref -> the value its owner last set (before the drill, or a
     game master's since)."""
@@ -210,7 +210,7 @@ def _explains(entry: EntryRow, now: Any, leased: Leased) -> bool:
 
 
 def _things(
-    found: Findings, world: World, ledger: Ledger, by_key: dict[str, list[EntryRow]]
+    found: Findings, world: WorldNow, ledger: Ledger, by_key: dict[str, list[EntryRow]]
 ) -> None:
     for (module, ref), key in sorted(world.things.items()):
         covering = [
@@ -228,7 +228,7 @@ def _things(
 
 def _repeats(
     found: Findings,
-    world: World,
+    world: WorldNow,
     ledger: Ledger,
     by_key: dict[str, list[EntryRow]],
     on_target: dict[str, list[EntryRow]],

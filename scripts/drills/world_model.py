@@ -2,7 +2,7 @@
 
 ``scripts/drills/runner_proc.py`` writes one line per perform and revert call at the moment the
 call changes the world, so the calls file is the world's own history; the event store says what
-core decided. ``World`` replays the first; ``audit`` holds the two against each other, call by
+core decided. ``CalledWorld`` replays the first; ``audit`` holds the two against each other, call by
 call.
 """
 
@@ -24,7 +24,7 @@ Histories = dict[UUID, list[Any]]
 
 
 @dataclass
-class World:
+class CalledWorld:
     """The world as the calls file tells it: what is there now, and every give-back."""
 
     alive: set[str] = field(default_factory=set)
@@ -33,7 +33,7 @@ class World:
     performs: Counter[str] = field(default_factory=Counter)
     ok_performs: Counter[str] = field(default_factory=Counter)
 
-    def replay(self, calls: list[dict[str, Any]]) -> World:
+    def replay(self, calls: list[dict[str, Any]]) -> CalledWorld:
         for call in calls:
             key = call["key"]
             if call["call"] == "perform":
@@ -187,7 +187,7 @@ def audit(
     result = Audit(lines, killed)
     steps = _perform_attempts(result, found)
     per_entry = _revert_attempts(result, found, entries)
-    _world_against_ledger(result, World().replay(lines), entries, per_entry)
+    _world_against_ledger(result, CalledWorld().replay(lines), entries, per_entry)
     _uncalled(result, entries, per_entry)
     for run_id, row in rows.items():
         left = [e for e in entries if e.run_id == run_id and e.status not in RESOLVED]
@@ -255,7 +255,7 @@ def _revert_attempts(
 
 
 def _world_against_ledger(
-    result: Audit, world: World, entries: list[EntryRow], per_entry: dict[UUID, Attempts]
+    result: Audit, world: CalledWorld, entries: list[EntryRow], per_entry: dict[UUID, Attempts]
 ) -> None:
     """What is alive in the world is exactly what the ledger shows as unresolved."""
     left = [e for e in entries if e.status not in RESOLVED]

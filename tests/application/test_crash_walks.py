@@ -39,7 +39,7 @@ from scripts.drills.crash_walks import (
     spec,
 )
 from scripts.drills.runner_proc import ACTION, KIND, MODULE, read_calls, refs_for
-from scripts.drills.world_model import World
+from scripts.drills.world_model import CalledWorld
 from tests.conftest import drop_pg_url, new_pg_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -340,7 +340,7 @@ def test_parallel_runners_over_two_hundred_runs_dispatch_nothing_twice_nor_give_
     max_attempts = rl.settings.max_revert_attempts
     rows = {r.run_id: r for r in run_rows(rl, runs)}
     found = histories(rl)
-    world = World().replay(read_calls(runners.calls))
+    world = CalledWorld().replay(read_calls(runners.calls))
     entries = [e for run in runs for e in rl.queries.entries(run)]
 
     # Every entry is resolved, or left for a person in plain sight.
@@ -396,7 +396,7 @@ def test_a_run_cancelled_while_a_step_is_in_flight_still_gives_back_what_that_st
     def nothing_left() -> bool:
         calls = read_calls(runners.calls)
         answered = any(c["call"] == "perform" for c in calls)
-        return answered and settled(rl, [run_id]) and not World().replay(calls).alive
+        return answered and settled(rl, [run_id]) and not CalledWorld().replay(calls).alive
 
     runners.wait_until(nothing_left, "everything the run made to be given back", timeout=15)
     for worker in ("r1", "r2"):
