@@ -13,14 +13,17 @@ from uuid import UUID
 
 from fastapi import Request
 
+from runledger.application.errors import Conflict
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import RunSummary
 from runledger.application.runledger import Runledger
 from runledger.application.services.holds import Held
 from runledger.application.words import STATE, cleanup_word
+from runledger.domain.errors import DomainError
 from runledger.domain.run import ended
 from runledger.domain.spec import RunSpec
 from runledger.domain.text import safe_text
+from runledger.domain.values import UnsafeValue
 
 Action = Literal["advance", "cancel", "keep", "abort", "cleanup"]
 LABELS: dict[str, str] = {
@@ -237,6 +240,13 @@ DOERS: dict[str, Doer] = {
 class Outcome:
     said: str
     refused: bool = False
+
+
+def refusal_code(error: Exception) -> int:
+    """409 when the state of things refuses an act, 422 when what was sent is refused."""
+    if isinstance(error, UnsafeValue):
+        return 422
+    return 409 if isinstance(error, DomainError | Conflict) else 422
 
 
 def keep_outcome(request: Request, page_id: UUID, said: str) -> None:

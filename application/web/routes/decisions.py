@@ -18,13 +18,13 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from runledger.application.deps import Rl
-from runledger.application.errors import BadRequest, Conflict, NotFound
+from runledger.application.errors import BadRequest, NotFound
 from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas.runs import Entry
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import env, page
 from runledger.application.web.routes import deciding
-from runledger.application.web.routes.acts import keep_outcome
+from runledger.application.web.routes.acts import keep_outcome, refusal_code
 from runledger.application.web.session import Acting, Reader, Refused
 from runledger.domain.errors import DomainError
 from runledger.domain.fate import UNRESOLVED
@@ -140,10 +140,9 @@ def _done(
     try:
         said = act()
     except (DomainError, BadRequest) as error:
-        # A refused value (the reason, the name) is 422; the state of things refusing it, 409.
-        refused_by_state = isinstance(error, Conflict | DomainError)
-        code = 409 if refused_by_state and not isinstance(error, ValueError) else 422
-        return again(code, f"Refused, nothing was changed: {safe_text(str(error), 1_000)}")
+        return again(
+            refusal_code(error), f"Refused, nothing was changed: {safe_text(str(error), 1_000)}"
+        )
     page_id, pages = landing
     keep_outcome(request, page_id, said)
     return RedirectResponse(f"/{pages}/{page_id}", status_code=303)

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from runledger.application.deps import Rl
-from runledger.application.errors import BadRequest, Conflict
+from runledger.application.errors import BadRequest
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page
 from runledger.application.web.routes.acts import (
@@ -25,6 +25,7 @@ from runledger.application.web.routes.acts import (
     foresee,
     keep_outcome,
     perform,
+    refusal_code,
 )
 from runledger.application.web.routes.run_view import live
 from runledger.application.web.session import Acting, Reader, Refused
@@ -113,12 +114,7 @@ def refusal(
     if isinstance(error, UnsafeValue) and error.where == "reason":
         return confirmation(request, actor, Before.read(rl, run_id), action, 422, said, reason)
     outcome = Outcome(f"Refused, nothing was changed: {said}", refused=True)
-    template, code = ("run_acted.html", 200) if is_htmx(request) else ("run.html", _code(error))
+    template, code = (
+        ("run_acted.html", 200) if is_htmx(request) else ("run.html", refusal_code(error))
+    )
     return page(request, template, actor, code, outcome=outcome, **live(rl, run_id, actor))
-
-
-def _code(error: Exception) -> int:
-    """409 when the run's state refuses the action, 422 when what was sent is refused."""
-    if isinstance(error, UnsafeValue):
-        return 422
-    return 409 if isinstance(error, DomainError | Conflict) else 422
