@@ -19,7 +19,7 @@ from runledger.application.cli.options import AsJson, interval_s, worker_checked
 from runledger.application.display import safe_text
 from runledger.application.plain import counted
 from runledger.application.reading import answers as reading
-from runledger.application.services.runs import AdvanceReport
+from runledger.application.services.running.advancing import AdvanceReport
 from runledger.application.telemetry import configure_logging
 
 

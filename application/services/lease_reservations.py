@@ -1,3 +1,6 @@
+"""Lease reservations: which run holds a target now, and reserving it for a run's step under its
+key, against every other live run (SPEC "Leases": one target, one run)."""
+
 from __future__ import annotations
 
 from datetime import datetime

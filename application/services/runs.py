@@ -31,8 +31,6 @@ from runledger.domain.text import safe_text
 from runledger.domain.values import MAX_SHOWN
 from runledger.projections.queries import Queries
 
-__all__ = ["AdvanceReport", "Runs"]
-
 
 class Runs:
     """Runs executing their specs: starting, the advance leg, and a person's controls."""

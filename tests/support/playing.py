@@ -17,7 +17,7 @@ from uuid import UUID
 
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
-from runledger.application.services.runs import AdvanceReport
+from runledger.application.services.running.advancing import AdvanceReport
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from runledger.domain.spec import RunSpec
 from tests.support.game import LEASE, lease_step, phase, spec, step

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from runledger.application.services.cleanup import Cleanup
+from runledger.application.services.running.advancing import AdvanceReport
 from runledger.application.services.running.starts import StartReport, Starts
-from runledger.application.services.runs import AdvanceReport, Runs
+from runledger.application.services.runs import Runs
 from runledger.application.services.sweep.pacing import Swept, Wake, sweep_leg
 from runledger.application.services.sweep.verdicts import Summary
 from runledger.application.settings import Settings
