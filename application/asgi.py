@@ -22,5 +22,5 @@ def create_app(rl: Runledger) -> FastAPI:
     app.state.metrics = registry
     console.install(app, rl)
 
-    app.add_middleware(RequestLog, rl=rl)
+    app.add_middleware(RequestLog, requests=rl.telemetry.requests)
     return app

@@ -8,6 +8,8 @@ from datetime import datetime
 
 from runledger.application.modules.loader import Loader, ModuleStatus
 from runledger.application.modules.protocol import Registry
+from runledger.application.reading.answers import Answers
+from runledger.application.reading.fleet import FleetAnswers
 from runledger.application.services.bulk import Bulk
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.decisions import Decisions
@@ -63,6 +65,23 @@ class Runledger:
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
     telemetry: Telemetry
+
+    @property
+    def answers(self) -> Answers:
+        return Answers(
+            queries=self.queries,
+            pages=self.pages,
+            runs=self.runs,
+            streams=self.ledger.streams,
+            clock=self.clock,
+            max_attempts=self.settings.max_revert_attempts,
+        )
+
+    @property
+    def fleet_answers(self) -> FleetAnswers:
+        return FleetAnswers(
+            fleet=self.fleet, projector=self.projector, loaded=self.modules, clock=self.clock
+        )
 
     @property
     def loaded(self) -> Loaded:

@@ -1,5 +1,5 @@
 """Who is asking the API, as typed dependencies: a bearer token's person and role (the
-composition root is application/deps.py's, shared with the console)."""
+services' aliases are application/deps.py's, shared with the console)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from runledger.application.deps import Rl
-from runledger.application.services.tokens import Actor
+from runledger.application.deps import TokensDep
+from runledger.application.services.tokens import Actor, Tokens
 from runledger.domain.token import Role, a_role, may
 
 bearer = HTTPBearer(auto_error=False, description="a token from `runledger token create`")
 
 
-def _actor(rl: Rl, credentials: HTTPAuthorizationCredentials | None) -> Actor:
-    actor = rl.tokens.identify(credentials.credentials) if credentials is not None else None
+def _actor(tokens: Tokens, credentials: HTTPAuthorizationCredentials | None) -> Actor:
+    actor = tokens.identify(credentials.credentials) if credentials is not None else None
     if actor is None:
         raise HTTPException(
             status_code=401,
@@ -29,10 +29,10 @@ def _actor(rl: Rl, credentials: HTTPAuthorizationCredentials | None) -> Actor:
 def role(needed: Role) -> object:
     def check(
         request: Request,
-        rl: Rl,
+        tokens: TokensDep,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Actor:
-        actor = _actor(rl, credentials)
+        actor = _actor(tokens, credentials)
         request.state.actor = actor.name
         if not may(actor.role, needed):
             raise HTTPException(

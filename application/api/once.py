@@ -16,9 +16,9 @@ from fastapi import Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
-from runledger.application.deps import Rl
-from runledger.application.runledger import Runledger
+from runledger.application.deps import OnceDep
 from runledger.application.services.once import Answer, KeyedCall
+from runledger.application.services.once import Once as Keys
 from runledger.domain.keyed import MAX_KEY, key_problem
 
 KEY_HEADER = "Idempotency-Key"
@@ -38,9 +38,9 @@ M = TypeVar("M", bound=BaseModel)
 class Keyed:
     """One request's act and answer, keyed or not."""
 
-    def __init__(self, request: Request, rl: Runledger, key: str | None, body: bytes) -> None:
+    def __init__(self, request: Request, keys: Keys, key: str | None, body: bytes) -> None:
         self.request = request
-        self.rl = rl
+        self.keys = keys
         self.key = key
         self.body = body
 
@@ -83,7 +83,7 @@ class Keyed:
         url = self.request.url
         path = f"{url.path}?{url.query}" if url.query else url.path
         by = str(getattr(self.request.state, "actor", ""))
-        return self.rl.once.call(by, key, self.request.method, path, body)
+        return self.keys.call(by, key, self.request.method, path, body)
 
     def _refusal(self, error: Exception) -> Answer | None:
         """What the API answers ``error``, by its own handler (errors.py)."""
@@ -99,7 +99,7 @@ class Keyed:
 
 async def keyed(
     request: Request,
-    rl: Rl,
+    keys: OnceDep,
     key: Annotated[str | None, Header(alias=KEY_HEADER, description=ABOUT_KEY)] = None,
 ) -> Keyed:
     if key is not None and (problem := key_problem(key)) is not None:
@@ -112,7 +112,7 @@ async def keyed(
                 }
             ]
         )
-    return Keyed(request, rl, key, await request.body() if key is not None else b"")
+    return Keyed(request, keys, key, await request.body() if key is not None else b"")
 
 
 Once = Annotated[Keyed, Depends(keyed)]

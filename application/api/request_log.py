@@ -7,16 +7,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from prometheus_client import Counter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runledger.application.runledger import Runledger
 from runledger.application.telemetry import say
 
 
 class RequestLog:
-    def __init__(self, app: ASGIApp, rl: Runledger) -> None:
+    def __init__(self, app: ASGIApp, requests: Counter) -> None:
         self.app = app
-        self.rl = rl
+        self.requests = requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -38,7 +38,7 @@ class RequestLog:
     def _said(self, scope: Scope, status: int, started: float) -> None:
         route: Any = scope.get("route")
         path = getattr(route, "path", "(no route)")
-        self.rl.telemetry.requests.labels(route=path, status=str(status)).inc()
+        self.requests.labels(route=path, status=str(status)).inc()
         state: Any = scope.get("state") or {}
         say(
             "http.request",

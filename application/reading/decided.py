@@ -1,18 +1,17 @@
-"""The answers to a person's decisions the API and the CLI's --json give (reading.py's
-counterpart for keeping and retrying one entry)."""
+"""The answers to a person's decisions the API and the CLI's --json give (the counterpart of
+answers.py for keeping and retrying one entry)."""
 
 from __future__ import annotations
 
 from runledger.application.errors import NotFound
-from runledger.application.reading import answers as reading
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas import decisions as schema
 from runledger.application.reading.schemas.runs import Held
-from runledger.application.runledger import Runledger
 from runledger.application.services.decisions import Kept, RetriedEntry
 
 
-def kept(rl: Runledger, found: Kept) -> schema.Kept:
-    row = reading.known_run(rl, found.run_id)
+def kept(answers: Answers, found: Kept) -> schema.Kept:
+    row = answers.known_run(found.run_id)
     return schema.Kept(
         run_id=found.run_id,
         by=found.by,
@@ -23,9 +22,9 @@ def kept(rl: Runledger, found: Kept) -> schema.Kept:
     )
 
 
-def retried(rl: Runledger, found: RetriedEntry) -> schema.EntryRetried:
-    row = reading.known_run(rl, found.run_id)
-    entry = rl.queries.entry(found.entry_id)
+def retried(answers: Answers, found: RetriedEntry) -> schema.EntryRetried:
+    row = answers.known_run(found.run_id)
+    entry = answers.queries.entry(found.entry_id)
     if entry is None:
         raise NotFound(f"no ledger entry {found.entry_id}")
     summary = found.retried

@@ -11,9 +11,8 @@ from fastapi import APIRouter, Response
 from runledger.application.api.deps import Operator
 from runledger.application.api.once import Once
 from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
-from runledger.application.deps import Rl
-from runledger.application.reading import answers as reading
-from runledger.application.reading import decided as reading_decisions
+from runledger.application.deps import AnswersDep, DecisionsDep
+from runledger.application.reading import decided
 from runledger.application.reading.schemas import decisions
 
 router = APIRouter(
@@ -23,20 +22,27 @@ router = APIRouter(
 
 @router.post("/{run_id}/entries/{entry_id}/keep", response_model=decisions.Kept)
 def keep_entry(
-    rl: Rl, actor: Operator, once: Once, run_id: UUID, entry_id: UUID, body: decisions.Keep
+    decider: DecisionsDep,
+    answers: AnswersDep,
+    actor: Operator,
+    once: Once,
+    run_id: UUID,
+    entry_id: UUID,
+    body: decisions.Keep,
 ) -> decisions.Kept | Response:
     """Accept one unresolved entry of an ended run as it stands in the world, with a reason,
     in the caller's name; 409 while the run is running or once the entry is resolved."""
-    reading.known_run(rl, run_id)
+    answers.known_run(run_id)
     return once(
-        lambda: rl.decisions.keep_one(run_id, entry_id, actor.name, body.reason),
-        lambda found: reading_decisions.kept(rl, found),
+        lambda: decider.keep_one(run_id, entry_id, actor.name, body.reason),
+        lambda found: decided.kept(answers, found),
     )
 
 
 @router.post("/{run_id}/entries/{entry_id}/retry", response_model=decisions.EntryRetried)
 def retry_entry(
-    rl: Rl,
+    decider: DecisionsDep,
+    answers: AnswersDep,
     actor: Operator,
     once: Once,
     run_id: UUID,
@@ -46,22 +52,27 @@ def retry_entry(
     """Ask again for one unresolved entry of an ended run: reset its attempts and work its
     group now, in the caller's name. A lease entry whose target another live run holds is left
     as it is, and `held` says why."""
-    reading.known_run(rl, run_id)
+    answers.known_run(run_id)
     why = None if body is None else body.reason
     return once(
-        lambda: rl.decisions.retry_one(run_id, entry_id, actor.name, why),
-        lambda found: reading_decisions.retried(rl, found),
+        lambda: decider.retry_one(run_id, entry_id, actor.name, why),
+        lambda found: decided.retried(answers, found),
     )
 
 
 @router.post("/{run_id}/keep", response_model=decisions.Kept)
 def keep_rest(
-    rl: Rl, actor: Operator, once: Once, run_id: UUID, body: decisions.Keep
+    decider: DecisionsDep,
+    answers: AnswersDep,
+    actor: Operator,
+    once: Once,
+    run_id: UUID,
+    body: decisions.Keep,
 ) -> decisions.Kept | Response:
     """Keep what is left: accept every unresolved entry of an ended run as it stands, with one
     reason, in the caller's name."""
-    reading.known_run(rl, run_id)
+    answers.known_run(run_id)
     return once(
-        lambda: rl.decisions.keep_rest(run_id, actor.name, body.reason),
-        lambda found: reading_decisions.kept(rl, found),
+        lambda: decider.keep_rest(run_id, actor.name, body.reason),
+        lambda found: decided.kept(answers, found),
     )

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Response
 from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
 from runledger.application.api.responses import ACTING, AUTHENTICATED
-from runledger.application.deps import Rl
+from runledger.application.deps import DefinitionsDep, OccurrencesDep
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
 from runledger.application.reading.schemas.common import Problem
@@ -28,80 +28,93 @@ router = APIRouter(
 
 
 @router.get("", response_model=list[schema.DefinitionSummary])
-def list_definitions(rl: Rl, _: Viewer, limit: Limit = 200) -> list[schema.DefinitionSummary]:
+def list_definitions(
+    definitions: DefinitionsDep, _: Viewer, limit: Limit = 200
+) -> list[schema.DefinitionSummary]:
     """Every definition by name: its draft, last dry run, latest version."""
-    return [answer.summary(row) for row in rl.definitions.listing(limit)]
+    return [answer.summary(row) for row in definitions.listing(limit)]
 
 
 @router.post("", response_model=schema.DefinitionDetail, status_code=201)
 def create_definition(
-    rl: Rl, actor: Operator, once: Once, body: schema.NewDefinition
+    definitions: DefinitionsDep, actor: Operator, once: Once, body: schema.NewDefinition
 ) -> schema.DefinitionDetail | Response:
     """A new definition whose draft is the spec given, in the caller's name."""
-    return once(lambda: rl.definitions.create(body.name, body.spec, by=actor.name), answer.detail)
+    return once(lambda: definitions.create(body.name, body.spec, by=actor.name), answer.detail)
 
 
 @router.get("/{name}", response_model=schema.DefinitionDetail)
-def get_definition(rl: Rl, _: Viewer, name: Name) -> schema.DefinitionDetail:
+def get_definition(definitions: DefinitionsDep, _: Viewer, name: Name) -> schema.DefinitionDetail:
     """The draft, the stamp publishing it now would give, the versions and the dry runs."""
-    return answer.detail(rl.definitions.get(name))
+    return answer.detail(definitions.get(name))
 
 
 @router.put("/{name}/draft", response_model=schema.DraftSaved)
-def edit_draft(rl: Rl, actor: Operator, name: Name, body: schema.Draft) -> schema.DraftSaved:
+def edit_draft(
+    definitions: DefinitionsDep, actor: Operator, name: Name, body: schema.Draft
+) -> schema.DraftSaved:
     """Replace the draft. A changed draft is unverified until a dry run passes on it again."""
-    edited, changed = rl.definitions.edit(name, body.spec, by=actor.name)
+    edited, changed = definitions.edit(name, body.spec, by=actor.name)
     return answer.draft_saved(edited, changed)
 
 
 @router.post("/{name}/verify", response_model=schema.Verified)
 def verify_definition(
-    rl: Rl, actor: Operator, once: Once, name: Name
+    definitions: DefinitionsDep, actor: Operator, once: Once, name: Name
 ) -> schema.Verified | Response:
     """A dry run of the draft against the loaded modules, calling nothing that changes a world;
     recorded with its fingerprint, the caller as reviewer and the time, passed or not."""
-    return once(lambda: rl.definitions.verify(name, by=actor.name), answer.verified)
+    return once(lambda: definitions.verify(name, by=actor.name), answer.verified)
 
 
 @router.post("/{name}/publish", response_model=schema.Published)
 def publish_definition(
-    rl: Rl, actor: Operator, once: Once, name: Name
+    definitions: DefinitionsDep, actor: Operator, once: Once, name: Name
 ) -> schema.Published | Response:
     """Freeze the draft as the next version (verified when the latest passing dry run checked
     this very draft) and re-pin the definition's scheduled occurrences to it."""
     return once(
-        lambda: rl.definitions.publish(name, by=actor.name),
+        lambda: definitions.publish(name, by=actor.name),
         lambda found: answer.published(name, found),
     )
 
 
 @router.get("/{name}/versions", response_model=list[schema.VersionSummary])
-def list_versions(rl: Rl, _: Viewer, name: Name) -> list[schema.VersionSummary]:
-    return [answer.version_summary(v) for v in rl.definitions.get(name).versions]
+def list_versions(
+    definitions: DefinitionsDep, _: Viewer, name: Name
+) -> list[schema.VersionSummary]:
+    return [answer.version_summary(v) for v in definitions.get(name).versions]
 
 
 @router.get("/{name}/versions/{version}", response_model=schema.VersionDetail)
 def get_version(
-    rl: Rl, _: Viewer, name: Name, version: Annotated[int, Path(ge=1, le=1_000_000)]
+    definitions: DefinitionsDep,
+    _: Viewer,
+    name: Name,
+    version: Annotated[int, Path(ge=1, le=1_000_000)],
 ) -> schema.VersionDetail:
     """A published version and its frozen spec."""
-    return answer.version_detail(rl.definitions.version(name, version))
+    return answer.version_detail(definitions.version(name, version))
 
 
 @router.get("/{name}/occurrences", response_model=list[schema.Occurrence])
 def list_definition_occurrences(
-    rl: Rl, _: Viewer, name: Name, state: OccurrenceState | None = None, limit: Limit = 200
+    occurrences: OccurrencesDep,
+    _: Viewer,
+    name: Name,
+    state: OccurrenceState | None = None,
+    limit: Limit = 200,
 ) -> list[schema.Occurrence]:
     """This definition's occurrences in due order."""
-    return [answer.occurrence(row) for row in rl.occurrences.listing(name, state, limit)]
+    return [answer.occurrence(row) for row in occurrences.listing(name, state, limit)]
 
 
 @router.post("/{name}/occurrences", response_model=schema.Occurrence, status_code=201)
 def schedule_occurrence(
-    rl: Rl, actor: Operator, once: Once, name: Name, body: schema.NewOccurrence
+    occurrences: OccurrencesDep, actor: Operator, once: Once, name: Name, body: schema.NewOccurrence
 ) -> schema.Occurrence | Response:
     """Schedule the definition at a time, pinned to its latest version."""
     return once(
-        lambda: rl.occurrences.schedule(name, body.at, by=actor.name),
-        lambda scheduled: answer.occurrence(rl.occurrences.row(scheduled.id)),
+        lambda: occurrences.schedule(name, body.at, by=actor.name),
+        lambda scheduled: answer.occurrence(occurrences.row(scheduled.id)),
     )

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query
 
 from runledger.application.api.deps import Viewer
 from runledger.application.api.responses import ABOUT_ONE, AUTHENTICATED
-from runledger.application.deps import Rl
-from runledger.application.reading import answers as reading
+from runledger.application.deps import AnswersDep, HistoryDep
+from runledger.application.reading import shapes
 from runledger.application.reading.schemas import history, runs
 from runledger.application.reading.schemas.common import MAX_INT
 
@@ -18,13 +18,13 @@ router = APIRouter(prefix="/admin/entries", tags=["entries"], responses=AUTHENTI
 
 
 @router.get("/{entry_id}", response_model=runs.Entry)
-def get_entry(rl: Rl, _: Viewer, entry_id: UUID) -> runs.Entry:
-    return reading.known_entry(rl, entry_id)
+def get_entry(answers: AnswersDep, _: Viewer, entry_id: UUID) -> runs.Entry:
+    return answers.known_entry(entry_id)
 
 
 @router.get("/{entry_id}/history", response_model=history.EntryHistory)
 def entry_history(
-    rl: Rl,
+    history_: HistoryDep,
     _: Viewer,
     entry_id: UUID,
     upto: Annotated[
@@ -32,4 +32,4 @@ def entry_history(
     ] = None,
 ) -> history.EntryHistory:
     """Each version's state, what changed, and for leases and drift the values side by side."""
-    return reading.stepping(rl.history.step(entry_id, upto))
+    return shapes.stepping(history_.step(entry_id, upto))

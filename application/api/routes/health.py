@@ -6,11 +6,12 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from runledger.application.deps import Rl
+from runledger.application.deps import ProjectorDep, SettingsDep
 from runledger.application.errors import STORE_ERRORS, RunledgerError
 from runledger.application.reading.schemas import fleet
-from runledger.application.settings import store_config
+from runledger.application.settings import Settings, store_config
 from runledger.domain.text import safe_text
+from runledger.projections.read_model import ReadModel
 
 router = APIRouter(tags=["health"])
 
@@ -22,35 +23,35 @@ def healthz() -> fleet.Health:
 
 
 @router.get("/readyz", response_model=fleet.Readiness, responses={503: {"model": fleet.Readiness}})
-def readyz(rl: Rl) -> JSONResponse:
+def readyz(projector: ProjectorDep, settings: SettingsDep) -> JSONResponse:
     """The store answers, no projection is stuck, and none is more than RUNLEDGER_READY_LAG
     events behind (10,000 unless set)."""
-    checks = [_store(rl)]
+    checks = [_store(projector, settings)]
     if checks[0].ok:
-        checks.append(_projections(rl))
+        checks.append(_projections(projector, settings.ready_lag))
     ready = fleet.Readiness(ready=all(c.ok for c in checks), checks=checks)
     return JSONResponse(ready.model_dump(mode="json"), status_code=200 if ready.ready else 503)
 
 
-def _store(rl: Rl) -> fleet.Check:
+def _store(projector: ReadModel, settings: Settings) -> fleet.Check:
     try:
-        rl.projector.positions()
+        projector.positions()
     except (RunledgerError, *STORE_ERRORS) as error:  # type: ignore[misc]
         return fleet.Check(name="store", ok=False, detail=safe_text(str(error), 300))
-    return fleet.Check(name="store", ok=True, detail=store_config(rl.settings.database_url).display)
+    return fleet.Check(name="store", ok=True, detail=store_config(settings.database_url).display)
 
 
-def _projections(rl: Rl) -> fleet.Check:
+def _projections(projector: ReadModel, bound: int) -> fleet.Check:
     """Further behind than the bound is not ready, said at once: a probe never waits for a
     backlog to be applied. Within it, the views catch up first, which finds a stuck one."""
-    behind = rl.projector.behind()
-    if behind <= rl.settings.ready_lag:
+    behind = projector.behind()
+    if behind <= bound:
         try:
-            rl.projector.catch_up()
+            projector.catch_up()
         except RunledgerError as error:
             return fleet.Check(name="projections", ok=False, detail=safe_text(str(error), 300))
-        behind = rl.projector.behind()
-    ok = behind <= rl.settings.ready_lag
+        behind = projector.behind()
+    ok = behind <= bound
     return fleet.Check(name="projections", ok=ok, detail=f"{behind:,} events behind")
 
 

@@ -11,7 +11,7 @@ from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
 from runledger.application.api.responses import ACTING, AUTHENTICATED
 from runledger.application.api.routes.definitions import UNKNOWN, Limit
-from runledger.application.deps import Rl
+from runledger.application.deps import OccurrencesDep
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
 from runledger.domain.occurrence import OccurrenceState
@@ -23,27 +23,29 @@ router = APIRouter(
 
 @router.get("", response_model=list[schema.Occurrence])
 def list_occurrences(
-    rl: Rl,
+    occurrences: OccurrencesDep,
     _: Viewer,
     definition: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     state: OccurrenceState | None = None,
     limit: Limit = 200,
 ) -> list[schema.Occurrence]:
     """Occurrences in due order, of one definition or all."""
-    return [answer.occurrence(row) for row in rl.occurrences.listing(definition, state, limit)]
+    return [answer.occurrence(row) for row in occurrences.listing(definition, state, limit)]
 
 
 @router.get("/{occurrence_id}", response_model=schema.Occurrence)
-def get_occurrence(rl: Rl, _: Viewer, occurrence_id: UUID) -> schema.Occurrence:
-    return answer.occurrence(rl.occurrences.row(occurrence_id))
+def get_occurrence(
+    occurrences: OccurrencesDep, _: Viewer, occurrence_id: UUID
+) -> schema.Occurrence:
+    return answer.occurrence(occurrences.row(occurrence_id))
 
 
 @router.post("/{occurrence_id}/cancel", response_model=schema.Occurrence)
 def cancel_occurrence(
-    rl: Rl, actor: Operator, once: Once, occurrence_id: UUID
+    occurrences: OccurrencesDep, actor: Operator, once: Once, occurrence_id: UUID
 ) -> schema.Occurrence | Response:
     """Cancel an occurrence still waiting to start, in the caller's name."""
     return once(
-        lambda: rl.occurrences.cancel(occurrence_id, by=actor.name),
-        lambda _: answer.occurrence(rl.occurrences.row(occurrence_id)),
+        lambda: occurrences.cancel(occurrence_id, by=actor.name),
+        lambda _: answer.occurrence(occurrences.row(occurrence_id)),
     )

@@ -11,8 +11,9 @@ from pydantic import AwareDatetime
 from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
 from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
-from runledger.application.deps import Rl
-from runledger.application.reading import answers as reading
+from runledger.application.deps import AnswersDep, CleanupDep, HistoryDep, LedgerDep, RunsDep
+from runledger.application.reading import shapes
+from runledger.application.reading.answers import MAX_PAGE
 from runledger.application.reading.schemas import history, runs
 from runledger.application.reading.schemas.common import MAX_INT, StoredText
 from runledger.application.reading.schemas.specs import Spec
@@ -28,23 +29,24 @@ router = APIRouter(
 
 @router.get("", response_model=runs.RunPage)
 def list_runs(
-    rl: Rl,
+    answers: AnswersDep,
     _: Viewer,
     status: RunStatus | None = None,
     cleanup_status: Annotated[
         CleanupFilter | None, Query(description=f"{CLEANUP_STATUS_MEANS}; {UNDER_WAY_MEANS}")
     ] = None,
     name: Annotated[StoredText | None, Query(max_length=200)] = None,
-    limit: Annotated[int, Query(ge=1, le=reading.MAX_PAGE)] = 50,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> runs.RunPage:
     """Runs newest first; pass `next_cursor` back as `cursor` for the next page."""
-    return reading.run_page(rl, RunFilter(status, cleanup_status, name), limit, cursor)
+    return answers.run_page(RunFilter(status, cleanup_status, name), limit, cursor)
 
 
 @router.post("", response_model=runs.RunDetail, status_code=201)
 def start_run(
-    rl: Rl,
+    runs_: RunsDep,
+    answers: AnswersDep,
     actor: Operator,
     once: Once,
     spec: Annotated[Spec, Body(description="the run's spec, as `runledger start` reads it")],
@@ -53,71 +55,83 @@ def start_run(
     targets held now): a refusal names the field and writes nothing. Under an Idempotency-Key
     the run's id comes from the key, so a repeat answers the same run."""
     return once(
-        lambda: rl.runs.start(spec, run_id=once.run_id, by=actor.name),
-        lambda run_id: reading.run_detail(rl, run_id),
+        lambda: runs_.start(spec, run_id=once.run_id, by=actor.name),
+        answers.run_detail,
     )
 
 
 @router.get("/{run_id}", response_model=runs.RunDetail)
-def get_run(rl: Rl, _: Viewer, run_id: UUID) -> runs.RunDetail:
-    return reading.run_detail(rl, run_id)
+def get_run(answers: AnswersDep, _: Viewer, run_id: UUID) -> runs.RunDetail:
+    return answers.run_detail(run_id)
 
 
 @router.get("/{run_id}/log", response_model=runs.LogPage)
 def get_log(
-    rl: Rl,
+    answers: AnswersDep,
     _: Viewer,
     run_id: UUID,
-    limit: Annotated[int, Query(ge=1, le=reading.MAX_PAGE * 10)] = 200,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE * 10)] = 200,
     before: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
 ) -> runs.LogPage:
     """The run's last lines, in store order; `earlier` pages back."""
-    return reading.log_page(rl, run_id, limit, before)
+    return answers.log_page(run_id, limit, before)
 
 
 @router.post("/{run_id}/advance", response_model=runs.Advanced)
-def advance_run(rl: Rl, actor: Operator, once: Once, run_id: UUID) -> runs.Advanced | Response:
+def advance_run(
+    runs_: RunsDep, actor: Operator, once: Once, run_id: UUID
+) -> runs.Advanced | Response:
     return once(
-        lambda: rl.runs.advance(run_id, actor.name),
+        lambda: runs_.advance(run_id, actor.name),
         lambda said: runs.Advanced(run_id=run_id, message=said),
     )
 
 
 @router.post("/{run_id}/cancel", response_model=runs.RunDetail)
 def cancel_run(
-    rl: Rl, actor: Operator, once: Once, run_id: UUID, body: runs.Cancel | None = None
+    ledger: LedgerDep,
+    answers: AnswersDep,
+    actor: Operator,
+    once: Once,
+    run_id: UUID,
+    body: runs.Cancel | None = None,
 ) -> runs.RunDetail | Response:
     return once(
-        lambda: rl.ledger.cancel_run(run_id, actor.name, cleanup=body is None or body.cleanup),
-        lambda _: reading.run_detail(rl, run_id),
+        lambda: ledger.cancel_run(run_id, actor.name, cleanup=body is None or body.cleanup),
+        lambda _: answers.run_detail(run_id),
     )
 
 
 @router.post("/{run_id}/abort", response_model=runs.RunDetail)
 def abort_run(
-    rl: Rl, actor: Operator, once: Once, run_id: UUID, body: runs.Abort
+    ledger: LedgerDep,
+    answers: AnswersDep,
+    actor: Operator,
+    once: Once,
+    run_id: UUID,
+    body: runs.Abort,
 ) -> runs.RunDetail | Response:
     return once(
-        lambda: rl.ledger.abort_run(run_id, body.reason, by=actor.name),
-        lambda _: reading.run_detail(rl, run_id),
+        lambda: ledger.abort_run(run_id, body.reason, by=actor.name),
+        lambda _: answers.run_detail(run_id),
     )
 
 
 @router.post("/{run_id}/cleanup", response_model=runs.CleanupSummary)
 def clean_up_run(
-    rl: Rl, actor: Operator, once: Once, run_id: UUID
+    cleanup: CleanupDep, answers: AnswersDep, actor: Operator, once: Once, run_id: UUID
 ) -> runs.CleanupSummary | Response:
     """Ask again: reset the run's attempt counters and work it now, in the caller's name."""
-    reading.known_run(rl, run_id)
+    answers.known_run(run_id)
     return once(
-        lambda: rl.cleanup.manual_cleanup(run_id, actor.name),
-        lambda summary: reading.cleanup_summary(rl, run_id, summary),
+        lambda: cleanup.manual_cleanup(run_id, actor.name),
+        lambda summary: answers.cleanup_summary(run_id, summary),
     )
 
 
 @router.get("/{run_id}/replay", response_model=history.Replay)
 def replay_run(
-    rl: Rl, _: Viewer, run_id: UUID, as_of: AwareDatetime | None = None
+    history_: HistoryDep, _: Viewer, run_id: UUID, as_of: AwareDatetime | None = None
 ) -> history.Replay:
     """Every event of the run and its entries in store order, optionally as of a past time."""
-    return reading.replay(rl.history.replay(run_id, as_of))
+    return shapes.replay(history_.replay(run_id, as_of))

@@ -1,0 +1,44 @@
+"""The answers every front end gives about the fleet: modules, runners and projections."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from runledger.application.errors import ProjectionStuck
+from runledger.application.modules.loader import ModuleStatus
+from runledger.application.reading.schemas import fleet as schema
+from runledger.application.services.fleet import Fleet
+from runledger.projections.read_model import ReadModel
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetAnswers:
+    fleet: Fleet
+    projector: ReadModel
+    loaded: Sequence[ModuleStatus]
+    clock: Callable[[], datetime]
+
+    def modules(self) -> list[schema.Module]:
+        return [schema.Module.model_validate(m) for m in self.loaded]
+
+    def runners(self) -> list[schema.Runner]:
+        return [schema.Runner.model_validate(r) for r in self.fleet.listing(self.clock())]
+
+    def projections(self) -> list[schema.Projection]:
+        with contextlib.suppress(ProjectionStuck):  # the trial below says where
+            self.projector.catch_up()
+        stuck = {s.view: s for s in self.projector.trial()}
+        head = self.projector.head()
+        return [
+            schema.Projection(
+                name=name,
+                position=position,
+                lag=max(head - position, 0),
+                stuck_at=stuck[name].position if name in stuck else None,
+                error=stuck[name].reason if name in stuck else None,
+            )
+            for name, position in sorted(self.projector.positions().items())
+        ]
