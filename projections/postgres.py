@@ -8,18 +8,10 @@ from uuid import UUID
 import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresDatastore
-from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL
 
 from runledger.projections.backend import TABLES, Backend, Cursor, Note, driver_error
-
-# Each wanted stream read through the primary key, one lookup per id: a plain
-# "originator_id = ANY(...)" lets the planner choose a scan whose cost grows with the store;
-# OFFSET 0 keeps the lookup a subquery, whatever the statistics say.
-BY_ID = (
-    "FROM unnest(%s::uuid[]) AS wanted(id), "
-    "LATERAL (SELECT * FROM {}.{} x WHERE x.originator_id = wanted.id OFFSET 0) e"
-)
+from runledger.projections.postgres_events import PostgresEvents
 
 # Below this many rows a plain batched INSERT is as quick as the COPY round trips.
 COPY_FROM = 200
@@ -29,6 +21,8 @@ UPSERT_COPY_FROM = 100
 
 
 class PostgresBackend(Backend):
+    """The projection tables on PostgreSQL; the events table is read by ``events``."""
+
     event_errors = (psycopg.DataError, psycopg.IntegrityError, OverflowError)
     store_errors = (psycopg.Error,)
     writes_aside = True
@@ -39,6 +33,7 @@ class PostgresBackend(Backend):
         self.datastore = datastore
         self.schema = datastore.schema or "public"
         self.events_table = events_table
+        self.events = PostgresEvents(datastore, self.schema, events_table)
 
     @contextmanager
     def transaction(self, *, commit: bool) -> Iterator[Cursor]:
@@ -72,22 +67,19 @@ class PostgresBackend(Backend):
         return f'"{self.schema}".{table}{self.suffix}'
 
     def select_streams(self, ids: Sequence[UUID]) -> list[StoredEvent]:
-        statement = SQL(
-            "SELECT e.originator_id, e.originator_version, e.topic, e.state "
-            + BY_ID
-            + " ORDER BY e.originator_id, e.originator_version"
-        ).format(Identifier(self.schema), Identifier(self.events_table))
-        with self.transaction(commit=False) as cursor:
-            cursor.execute(statement, [list(ids)])
-            return [
-                StoredEvent(
-                    originator_id=row["originator_id"],
-                    originator_version=row["originator_version"],
-                    topic=row["topic"],
-                    state=bytes(row["state"]),
-                )
-                for row in cursor.fetchall()
-            ]
+        return self.events.select_streams(ids)
+
+    def select_page(self, after: int, limit: int) -> list[Note]:
+        return self.events.select_page(after, limit)
+
+    def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
+        return self.events.peek(SQL(self.qualify("rl_tracking")), names, limit)
+
+    def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
+        return self.events.select_positioned(ids)
+
+    def last_version(self, originator_id: UUID) -> int | None:
+        return self.events.last_version(originator_id)
 
     def insert(
         self, cursor: Cursor, table: str, columns: Sequence[str], rows: list[list[Any]]
@@ -131,68 +123,6 @@ class PostgresBackend(Backend):
         # page slower (scripts/MEASUREMENTS.md, "Scratch table emptied by DELETE"); the commit
         # empties it anyway.
         cursor.execute(f"DELETE FROM {scratch}")
-
-    def select_page(self, after: int, limit: int) -> list[Note]:
-        statement = SQL(
-            "SELECT notification_id, originator_id::text, originator_version, topic, state "
-            "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
-        ).format(Identifier(self.schema), Identifier(self.events_table))
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-            # Binary: a state travels as its bytes, not as hex text, and a page reads faster
-            # (scripts/MEASUREMENTS.md, "Binary page reads on PostgreSQL").
-            cur.execute(statement, [after, limit], prepare=True, binary=True)
-            rows: list[Note] = cur.fetchall()
-            conn.rollback()
-        return rows  # psycopg reads bytea as bytes: each row is a Note as it comes
-
-    def peek(self, names: Sequence[str], limit: int) -> tuple[int, list[Note]]:
-        statement = SQL(
-            "SELECT s.start, e.notification_id, e.originator_id::text, e.originator_version, "
-            "e.topic, e.state FROM (SELECT MIN(position) AS start FROM {} WHERE name = ANY(%s)) s "
-            "LEFT JOIN LATERAL (SELECT * FROM {}.{} x WHERE x.notification_id > s.start "
-            "ORDER BY x.notification_id LIMIT %s) e ON true ORDER BY e.notification_id"
-        ).format(
-            SQL(self.qualify("rl_tracking")), Identifier(self.schema), Identifier(self.events_table)
-        )
-        # One round trip: the pool's connections autocommit, so a lone SELECT needs no BEGIN.
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-            cur.execute(statement, [list(names), limit], prepare=True, binary=True)
-            rows = cur.fetchall()
-            conn.rollback()
-        start = int(rows[0][0] or 0) if rows else 0
-        return start, [(r[1], r[2], r[3], r[4], bytes(r[5])) for r in rows if r[1] is not None]
-
-    def select_positioned(self, ids: Sequence[UUID]) -> list[tuple[int, StoredEvent]]:
-        statement = SQL(
-            "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state "
-            + BY_ID
-        ).format(Identifier(self.schema), Identifier(self.events_table))
-        # Sorted here, not by the server: ORDER BY notification_id tempts the planner to walk
-        # the whole notification index, and the cost would grow with the store, not the run.
-        with self.transaction(commit=False) as cursor:
-            cursor.execute(statement, [list(ids)])
-            found = [
-                (
-                    row["notification_id"],
-                    StoredEvent(
-                        originator_id=row["originator_id"],
-                        originator_version=row["originator_version"],
-                        topic=row["topic"],
-                        state=bytes(row["state"]),
-                    ),
-                )
-                for row in cursor.fetchall()
-            ]
-        return sorted(found, key=lambda pair: pair[0])
-
-    def last_version(self, originator_id: UUID) -> int | None:
-        statement = SQL(
-            "SELECT MAX(originator_version) AS v FROM {}.{} WHERE originator_id = %s"
-        ).format(Identifier(self.schema), Identifier(self.events_table))
-        with self.transaction(commit=False) as cursor:
-            cursor.execute(statement, [originator_id])
-            row = cursor.fetchone()
-        return None if row is None or row["v"] is None else int(row["v"])
 
     def missing_tables(self) -> list[str]:
         with self.transaction(commit=False) as cursor:
