@@ -30,7 +30,6 @@ import httpx
 
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
-from runledger.application.reading import answers as reading
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.pages import RunFilter
@@ -149,13 +148,13 @@ def measure(rl: Runledger, url: str, token: str, run_id: UUID, seconds: int) -> 
                 "GET one run",
                 f"{base}/admin/events/runs/{run_id}",
                 "GET",
-                lambda: reading.run_detail(rl, run_id),
+                lambda: rl.answers.run_detail(run_id),
             ),
             (
                 "GET runs (50)",
                 f"{base}/admin/events/runs?limit=50",
                 "GET",
-                lambda: reading.run_page(rl, RunFilter(), 50, None),
+                lambda: rl.answers.run_page(RunFilter(), 50, None),
             ),
             (
                 "POST cleanup",

@@ -35,7 +35,6 @@ import httpx
 
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
-from runledger.application.reading import answers as reading
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.spec import MAX_STEPS
@@ -127,9 +126,9 @@ def big_run(url: str, entries: int, lines: int) -> tuple[UUID, str]:
             if _given_back(rl, run):
                 break
         else:
-            raise SystemExit(f"run {run} was not given back: {reading.run_detail(rl, run).run}")
-        detail = reading.run_detail(rl, run)
-        total = reading.log_page(rl, run, 1, None).total
+            raise SystemExit(f"run {run} was not given back: {rl.answers.run_detail(run).run}")
+        detail = rl.answers.run_detail(run)
+        total = rl.answers.log_page(run, 1, None).total
         made = {group.state: group.count for group in detail.entries}
         placeholders = made.pop("superseded", 0)
         print(
@@ -142,7 +141,7 @@ def big_run(url: str, entries: int, lines: int) -> tuple[UUID, str]:
 
 
 def _given_back(rl: Runledger, run: UUID) -> bool:
-    summary = reading.run_detail(rl, run).run
+    summary = rl.answers.run_detail(run).run
     return summary.status != "running" and summary.cleanup_status == "complete"
 
 

@@ -22,9 +22,8 @@ from runledger.application.cli.keyed import (
 )
 from runledger.application.cli.options import AsJson, file_text, person_checked, reason_checked
 from runledger.application.display import safe_text
-from runledger.application.reading import answers as reading
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.runs import Advanced, RunDetail
-from runledger.application.runledger import Runledger
 
 
 def start(
@@ -37,17 +36,17 @@ def start(
         text = file_text(spec)
         call = guarded(
             lambda: keyed_call(
-                rl, idempotency_key, terminal_person(), "/admin/events/runs", spec_body(text)
+                rl.once, idempotency_key, terminal_person(), "/admin/events/runs", spec_body(text)
             )
         )
         if call is None:
             run_id = guarded(lambda: rl.runs.start(text))
-            detail = guarded(lambda: reading.run_detail(rl, run_id)) if as_json else None
+            detail = guarded(lambda: rl.answers.run_detail(run_id)) if as_json else None
         else:
             detail = guarded(
                 lambda: answered(
                     call,
-                    lambda: reading.run_detail(rl, rl.runs.start(text, run_id=call.run_id)),
+                    lambda: rl.answers.run_detail(rl.runs.start(text, run_id=call.run_id)),
                     RunDetail,
                     201,
                 )
@@ -69,7 +68,7 @@ def advance(
     with guarded(bootstrap) as rl:
         call = guarded(
             lambda: keyed_call(
-                rl, idempotency_key, by, f"/admin/events/runs/{run_id}/advance", None
+                rl.once, idempotency_key, by, f"/admin/events/runs/{run_id}/advance", None
             )
         )
         found = guarded(
@@ -96,15 +95,19 @@ def cancel(
     with guarded(bootstrap) as rl:
         if idempotency_key is None:
             kept = guarded(lambda: rl.ledger.cancel_run(run_id, by, cleanup=cleanup))
-            detail = guarded(lambda: reading.run_detail(rl, run_id)) if as_json else None
+            detail = guarded(lambda: rl.answers.run_detail(run_id)) if as_json else None
         else:
             path = f"/admin/events/runs/{run_id}/cancel"
-            call = guarded(lambda: keyed_call(rl, idempotency_key, by, path, {"cleanup": cleanup}))
+            call = guarded(
+                lambda: keyed_call(rl.once, idempotency_key, by, path, {"cleanup": cleanup})
+            )
             detail = guarded(
                 lambda: answered(
                     call,
                     _then_detail(
-                        rl, run_id, lambda: rl.ledger.cancel_run(run_id, by, cleanup=cleanup)
+                        rl.answers,
+                        run_id,
+                        lambda: rl.ledger.cancel_run(run_id, by, cleanup=cleanup),
                     ),
                     RunDetail,
                 )
@@ -127,16 +130,18 @@ def abort(
     with guarded(bootstrap) as rl:
         path = f"/admin/events/runs/{run_id}/abort"
         call = guarded(
-            lambda: keyed_call(rl, idempotency_key, terminal_person(), path, {"reason": reason})
+            lambda: keyed_call(
+                rl.once, idempotency_key, terminal_person(), path, {"reason": reason}
+            )
         )
         if call is None:
             guarded(lambda: rl.ledger.abort_run(run_id, reason))
-            detail = guarded(lambda: reading.run_detail(rl, run_id)) if as_json else None
+            detail = guarded(lambda: rl.answers.run_detail(run_id)) if as_json else None
         else:
             detail = guarded(
                 lambda: answered(
                     call,
-                    _then_detail(rl, run_id, lambda: rl.ledger.abort_run(run_id, reason)),
+                    _then_detail(rl.answers, run_id, lambda: rl.ledger.abort_run(run_id, reason)),
                     RunDetail,
                 )
             )
@@ -146,11 +151,13 @@ def abort(
         console.print("aborted")
 
 
-def _then_detail(rl: Runledger, run_id: UUID, act: Callable[[], object]) -> Callable[[], RunDetail]:
+def _then_detail(
+    answers: Answers, run_id: UUID, act: Callable[[], object]
+) -> Callable[[], RunDetail]:
     """``act``, answered as the API's route answers it: the run as the act left it."""
 
     def acted() -> RunDetail:
         act()
-        return reading.run_detail(rl, run_id)
+        return answers.run_detail(run_id)
 
     return acted

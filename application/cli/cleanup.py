@@ -18,10 +18,11 @@ from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.keyed import IdempotencyKey, once
 from runledger.application.cli.options import AsJson, person_checked
 from runledger.application.display import safe_text
-from runledger.application.reading import answers as reading
+from runledger.application.reading import shapes
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.bulk import Applied, Apply, Plan, Selector
 from runledger.application.reading.schemas.runs import CleanupSummary
-from runledger.application.runledger import Runledger
+from runledger.application.services.bulk import Bulk
 
 Where = Annotated[
     list[str] | None,
@@ -88,11 +89,11 @@ def _bulk_only(plan: bool, apply: str | None, by: str | None, key: str | None) -
 
 def _one(run_id: UUID, by: str, key: str | None, as_json: bool) -> None:
     with guarded(bootstrap) as rl:
-        guarded(lambda: reading.known_run(rl, run_id))
+        guarded(lambda: rl.answers.known_run(run_id))
         answer = once(
-            rl,
+            rl.once,
             (key, by, f"/admin/events/runs/{run_id}/cleanup", None),
-            lambda: reading.cleanup_summary(rl, run_id, rl.cleanup.manual_cleanup(run_id, by)),
+            lambda: rl.answers.cleanup_summary(run_id, rl.cleanup.manual_cleanup(run_id, by)),
             CleanupSummary,
         )
     if as_json:
@@ -107,7 +108,7 @@ def _one(run_id: UUID, by: str, key: str | None, as_json: bool) -> None:
 def _plan(selector: Selector, given: list[str], as_json: bool) -> None:
     with guarded(bootstrap) as rl:
         rl.projector.catch_up()
-        found = guarded(lambda: reading.plan(selector, rl.bulk.plan(reading.where(selector))))
+        found = guarded(lambda: shapes.plan(selector, rl.bulk.plan(shapes.where(selector))))
     if as_json:
         print_json(found)
         return
@@ -164,12 +165,12 @@ def _apply(
     body = Apply(where=selector, fingerprint=fingerprint).model_dump(mode="json")
     with guarded(bootstrap) as rl:
         answer = once(
-            rl,
+            rl.once,
             (key, by, "/admin/events/cleanup/apply", body),
-            lambda: _applied(rl, selector, fingerprint, by),
+            lambda: _applied(rl.bulk, rl.answers, selector, fingerprint, by),
             Applied,
         )
-        names = _names(rl, [s.run_id for s in answer.runs])
+        names = _names(rl.answers, [s.run_id for s in answer.runs])
     if as_json:
         print_json(answer)
     else:
@@ -183,11 +184,13 @@ def _apply(
     _exit_when_incomplete(answer.runs)
 
 
-def _applied(rl: Runledger, selector: Selector, fingerprint: str, by: str) -> Applied:
-    done = rl.bulk.apply(reading.where(selector), fingerprint, by)
+def _applied(
+    selection: Bulk, answers: Answers, selector: Selector, fingerprint: str, by: str
+) -> Applied:
+    done = selection.apply(shapes.where(selector), fingerprint, by)
     return Applied(
         fingerprint=fingerprint,
-        runs=[reading.cleanup_summary(rl, run_id, s) for run_id, s in done.items()],
+        runs=[answers.cleanup_summary(run_id, s) for run_id, s in done.items()],
     )
 
 
@@ -201,8 +204,8 @@ def _held_lines(summary: CleanupSummary, indent: str = "  ") -> list[Text]:
     ]
 
 
-def _names(rl: Runledger, run_ids: list[UUID]) -> dict[UUID, str]:
-    rows = rl.queries.runs(run_ids, rl.clock(), rl.settings.max_revert_attempts)
+def _names(answers: Answers, run_ids: list[UUID]) -> dict[UUID, str]:
+    rows = answers.queries.runs(run_ids, answers.clock(), answers.max_attempts)
     return {row.run_id: row.name for row in rows}
 
 

@@ -17,10 +17,10 @@ from runledger.application import plain, words
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.runs import CleanupSummary
-from runledger.application.runledger import Runledger
 from runledger.domain.run import ended
-from runledger.projections.queries import EntryRow, RunRow
+from runledger.projections.queries import EntryRow, Queries, RunRow
 
 console = Console(highlight=False, markup=False, emoji=False)
 """The terminal every command prints to. No string printed is ever read as markup or emoji
@@ -35,14 +35,14 @@ TONE_STYLE = {"good": "green", "bad": "red", "busy": "yellow", "quiet": "dim"}
 
 def show_runs(
     console: Console,
-    rl: Runledger,
+    answers: Answers,
     run_ids: list[UUID],
     *,
     with_log: bool,
     limit: int = LOG_LINES,
     since: datetime | None = None,
 ) -> None:
-    rows = rl.queries.runs(run_ids, rl.clock(), rl.settings.max_revert_attempts)
+    rows = answers.queries.runs(run_ids, answers.clock(), answers.max_attempts)
     table = Table("run", "status", "cleanup", "entries", "unresolved", title="Runs")
     for row in rows:
         table.add_row(
@@ -55,12 +55,12 @@ def show_runs(
     console.print(table)
     if with_log:
         for row in rows:
-            show_run(console, rl, row, limit=limit, since=since)
+            show_run(console, answers, row, limit=limit, since=since)
 
 
 def show_run(
     console: Console,
-    rl: Runledger,
+    answers: Answers,
     run: RunRow,
     *,
     limit: int = LOG_LINES,
@@ -78,7 +78,7 @@ def show_run(
         )
     )
     try:
-        phases = rl.runs.describe(run.run_id)
+        phases = answers.runs.describe(run.run_id)
     except BadRequest:
         phases = []
     for phase in phases:
@@ -91,15 +91,15 @@ def show_run(
                     f" {safe_text(phase.why_not_advanced)}",
                 )
             )
-    _show_log(console, rl, run.run_id, limit, since)
-    _show_left(console, rl, run, limit)
+    _show_log(console, answers.queries, run.run_id, limit, since)
+    _show_left(console, answers.queries, run, limit)
 
 
 def _show_log(
-    console: Console, rl: Runledger, run_id: UUID, limit: int, since: datetime | None
+    console: Console, queries: Queries, run_id: UUID, limit: int, since: datetime | None
 ) -> None:
-    lines = rl.queries.log(run_id, limit=limit, since=since)
-    earlier = rl.queries.log_size(run_id) - len(lines)
+    lines = queries.log(run_id, limit=limit, since=since)
+    earlier = queries.log_size(run_id) - len(lines)
     if earlier > 0:
         plural = "s" if earlier != 1 else ""
         console.print(
@@ -116,9 +116,9 @@ def _show_log(
         )
 
 
-def _show_left(console: Console, rl: Runledger, run: RunRow, limit: int) -> None:
+def _show_left(console: Console, queries: Queries, run: RunRow, limit: int) -> None:
     # The runs row already counts them, so only the entries shown are turned into lines.
-    entries = rl.queries.unresolved_entries(run.run_id)[:limit]
+    entries = queries.unresolved_entries(run.run_id)[:limit]
     for entry in entries:
         console.print(Text.assemble("  ", ("left:", "red"), f" {_left(entry)}"))
     more = run.unresolved - len(entries)

@@ -20,9 +20,10 @@ from runledger.application.cli.keyed import IdempotencyKey, once
 from runledger.application.cli.options import AsJson, person_checked, reason_checked
 from runledger.application.display import safe_text
 from runledger.application.plain import counted
-from runledger.application.reading import decided as reading_decisions
+from runledger.application.reading import decided
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.decisions import EntryRetried, Kept
-from runledger.application.runledger import Runledger
+from runledger.application.services.decisions import Decisions
 
 Run = Annotated[UUID, typer.Argument(metavar="RUN", help="an ended run")]
 By = Annotated[str, typer.Option(help="who decides", callback=person_checked)]
@@ -56,9 +57,9 @@ def keep(
     with guarded(bootstrap) as rl:
         path = f"{RUNS}/{run_id}" + ("" if entry_id is None else f"/entries/{entry_id}")
         answer = once(
-            rl,
+            rl.once,
             (idempotency_key, by, f"{path}/keep", {"reason": why}),
-            lambda: _kept(rl, run_id, entry_id, by, why),
+            lambda: _kept(rl.decisions, rl.answers, (run_id, entry_id), by, why),
             Kept,
         )
     if as_json:
@@ -86,11 +87,9 @@ def retry(
     A lease entry whose target another live run holds is left alone, and said why."""
     with guarded(bootstrap) as rl:
         answer = once(
-            rl,
+            rl.once,
             (idempotency_key, by, f"{RUNS}/{run_id}/entries/{entry_id}/retry", {"reason": why}),
-            lambda: reading_decisions.retried(
-                rl, rl.decisions.retry_one(run_id, entry_id, by, why)
-            ),
+            lambda: decided.retried(rl.answers, rl.decisions.retry_one(run_id, entry_id, by, why)),
             EntryRetried,
         )
     if as_json:
@@ -104,10 +103,13 @@ def retry(
     _exit_when_incomplete(answer.cleanup_status)
 
 
-def _kept(rl: Runledger, run_id: UUID, entry_id: UUID | None, by: str, why: str) -> Kept:
+def _kept(
+    decider: Decisions, answers: Answers, which: tuple[UUID, UUID | None], by: str, why: str
+) -> Kept:
+    run_id, entry_id = which
     if entry_id is None:
-        return reading_decisions.kept(rl, rl.decisions.keep_rest(run_id, by, why))
-    return reading_decisions.kept(rl, rl.decisions.keep_one(run_id, entry_id, by, why))
+        return decided.kept(answers, decider.keep_rest(run_id, by, why))
+    return decided.kept(answers, decider.keep_one(run_id, entry_id, by, why))
 
 
 def _kept_lines(answer: Kept) -> list[Text]:

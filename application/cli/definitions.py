@@ -55,7 +55,7 @@ def create(
     text = file_text(spec)
     with guarded(bootstrap) as rl:
         created = once(
-            rl,
+            rl.once,
             (idempotency_key, by, DEFINITIONS, {"name": name, "spec": spec_body(text)}),
             lambda: answer.detail(rl.definitions.create(name, text, by)),
             schema.DefinitionDetail,
@@ -92,7 +92,7 @@ def verify(
     record it in your name. Exits 1 when it found problems (each names its field)."""
     with guarded(bootstrap) as rl:
         found = once(
-            rl,
+            rl.once,
             (idempotency_key, by, f"{DEFINITIONS}/{name}/verify", None),
             lambda: answer.verified(rl.definitions.verify(name, by)),
             schema.Verified,
@@ -122,7 +122,7 @@ def publish(
     """Freeze the draft as the next version and re-pin the scheduled occurrences to it."""
     with guarded(bootstrap) as rl:
         found = once(
-            rl,
+            rl.once,
             (idempotency_key, by, f"{DEFINITIONS}/{name}/publish", None),
             lambda: answer.published(name, rl.definitions.publish(name, by)),
             schema.Published,

@@ -82,9 +82,9 @@ def run_demo(rl: Runledger, console: Console) -> list[UUID]:
     duel = _meanwhile(rl, world, festival, parade, say)
     _ticks(rl, runner, world, festival, duel, say)
     runs = [festival, market, parade, duel]
-    show_runs(console, rl, runs, with_log=True)
+    show_runs(console, rl.answers, runs, with_log=True)
     _needs_a_person(rl, world, runs, duel, say)
-    show_runs(console, rl, runs, with_log=False)
+    show_runs(console, rl.answers, runs, with_log=False)
     _the_world_after(rl, world, runs, say)
     return runs
 

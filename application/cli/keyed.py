@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.errors import Conflict
-from runledger.application.runledger import Runledger
 from runledger.application.services.once import Answer, KeyedCall
+from runledger.application.services.once import Once as Keys
 from runledger.domain.keyed import key_problem
 
 M = TypeVar("M", bound=BaseModel)
@@ -49,13 +49,13 @@ def terminal_person() -> str:
         return "shell"
 
 
-def keyed_call(rl: Runledger, key: str | None, by: str, path: str, body: Any) -> KeyedCall | None:
+def keyed_call(keys: Keys, key: str | None, by: str, path: str, body: Any) -> KeyedCall | None:
     """The request under ``key`` as the API would be sent it (POST ``path`` with ``body``)."""
-    return None if key is None else rl.once.call(by, key, "POST", path, body)
+    return None if key is None else keys.call(by, key, "POST", path, body)
 
 
 def once(
-    rl: Runledger,
+    keys: Keys,
     asked: tuple[str | None, str, str, Any],
     act: Callable[[], M],
     model: type[M],
@@ -65,7 +65,7 @@ def once(
     """``act()`` as the API's POST would do it under the key: ``asked`` is (key, person, path,
     body). Errors leave the command as one sentence (cli/errors.py)."""
     key, by, path, body = asked
-    call = guarded(lambda: keyed_call(rl, key, by, path, body))
+    call = guarded(lambda: keyed_call(keys, key, by, path, body))
     return guarded(lambda: answered(call, act, model, status, withheld))
 
 

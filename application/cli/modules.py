@@ -18,7 +18,6 @@ from runledger.application.cli.options import AsJson, person_checked, text_check
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
 from runledger.application.modules.loader import ModuleStatus
-from runledger.application.reading import answers as reading
 from runledger.application.reading.schemas import fleet
 
 
@@ -26,7 +25,7 @@ def modules(as_json: AsJson = False) -> None:
     """List every module with its site, status, reason, actions and leases."""
     with guarded(bootstrap) as rl:
         if as_json:
-            print_json(reading.modules(rl))
+            print_json(rl.fleet_answers.modules())
             return
         table = Table("module", "site", title="Modules")
         table.add_column("status", no_wrap=True)

@@ -21,7 +21,7 @@ from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
-from runledger.application.runledger import Runledger
+from runledger.application.services.occurrences import Occurrences
 from runledger.domain.occurrence import OccurrenceState
 
 
@@ -38,7 +38,7 @@ def schedule(
         raise Usage("--at is needed")
     with guarded(bootstrap) as rl:
         found = once(
-            rl,
+            rl.once,
             (idempotency_key, by, f"{DEFINITIONS}/{name}/occurrences", {"at": when.isoformat()}),
             lambda: answer.occurrence(
                 rl.occurrences.row(rl.occurrences.schedule(name, when, by).id)
@@ -98,9 +98,9 @@ def cancel(
     """Cancel an occurrence that has not started yet."""
     with guarded(bootstrap) as rl:
         found = once(
-            rl,
+            rl.once,
             (idempotency_key, by, f"/admin/occurrences/{occurrence_id}/cancel", None),
-            lambda: _cancelled(rl, occurrence_id, by),
+            lambda: _cancelled(rl.occurrences, occurrence_id, by),
             schema.Occurrence,
         )
     if as_json:
@@ -109,6 +109,6 @@ def cancel(
         console.print(f"cancelled occurrence {occurrence_id} by {safe_text(by)}")
 
 
-def _cancelled(rl: Runledger, occurrence_id: UUID, by: str) -> schema.Occurrence:
-    rl.occurrences.cancel(occurrence_id, by)
-    return answer.occurrence(rl.occurrences.row(occurrence_id))
+def _cancelled(occurrences: Occurrences, occurrence_id: UUID, by: str) -> schema.Occurrence:
+    occurrences.cancel(occurrence_id, by)
+    return answer.occurrence(occurrences.row(occurrence_id))

@@ -20,8 +20,10 @@ from runledger.application.cli.tables import Table
 from runledger.application.display import json_text, safe_text
 from runledger.application.errors import ProjectionStuck
 from runledger.application.reading.schemas.fleet import Projection
-from runledger.application.runledger import Runledger
+from runledger.application.store.ledger_app import LedgerApp
+from runledger.projections.backend import Backend
 from runledger.projections.errors import Stuck
+from runledger.projections.read_model import ReadModel
 from runledger.projections.rebuild import Difference as Differing
 from runledger.projections.rebuild import RebuildReport, choose
 from runledger.projections.rebuild import rebuild as rebuild_views
@@ -33,7 +35,7 @@ def projections(as_json: AsJson = False) -> None:
     with guarded(bootstrap) as rl:
         head = rl.app.recorder.max_notification_id() or 0
         positions = rl.projector.positions()
-        stuck, note = _trial(rl, head, positions)
+        stuck, note = _trial(rl.projector, rl.backend, head, positions)
         if as_json:
             print_json(_answers(head, positions, stuck))
             if stuck:  # the JSON says where; a sentence after it would not be JSON
@@ -54,7 +56,7 @@ def rebuild(
     """Rebuild projections from position zero, then swap them in at once."""
     with guarded(bootstrap) as rl:
         guarded(lambda: _known(names))
-        report = _rebuild(rl, names, verify, quiet=as_json)
+        report = _rebuild(rl.app, rl.backend, (names, verify), quiet=as_json)
     if as_json:
         print_json(_rebuilt(report, verify))
         if report.differences:
@@ -64,14 +66,14 @@ def rebuild(
 
 
 def _trial(
-    rl: Runledger, head: int, positions: dict[str, int]
+    projector: ReadModel, backend: Backend, head: int, positions: dict[str, int]
 ) -> tuple[dict[str, Stuck], str | None]:
     if all(position >= head for position in positions.values()):
         return {}, None
     try:
-        return {s.view: s for s in rl.projector.trial()}, None
+        return {s.view: s for s in projector.trial()}, None
     except Exception as error:
-        if rl.backend.read_only(error):
+        if backend.read_only(error):
             return {}, "not tried: the store is read-only, so nothing pending can be applied"
         raise
 
@@ -114,10 +116,13 @@ def _known(names: list[str] | None) -> None:
         raise Usage(safe_text(error.args[0])) from None
 
 
-def _rebuild(rl: Runledger, names: list[str] | None, verify: bool, quiet: bool) -> RebuildReport:
+def _rebuild(
+    app: LedgerApp, backend: Backend, which: tuple[list[str] | None, bool], quiet: bool
+) -> RebuildReport:
+    names, verify = which
     if quiet:
-        return rebuild_views(rl.app, rl.backend, names, verify=verify)
-    head = rl.app.recorder.max_notification_id() or 0
+        return rebuild_views(app, backend, names, verify=verify)
+    head = app.recorder.max_notification_id() or 0
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -133,7 +138,7 @@ def _rebuild(rl: Runledger, names: list[str] | None, verify: bool, quiet: bool) 
             done = bar.tasks[0].completed + count
             bar.update(task, completed=min(reached, head), rate=f"{done / seconds:,.0f} events/s")
 
-        return rebuild_views(rl.app, rl.backend, names, verify=verify, progress=advanced)
+        return rebuild_views(app, backend, names, verify=verify, progress=advanced)
 
 
 def _rebuilt(report: RebuildReport, verify: bool) -> Rebuilt:

@@ -16,7 +16,7 @@ from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, moment
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
-from runledger.application.reading import answers as reading
+from runledger.application.reading import shapes
 from runledger.application.services.history import Replay
 from runledger.domain.run import ended
 
@@ -35,7 +35,7 @@ def replay(
     with guarded(bootstrap) as rl:
         found = guarded(lambda: rl.history.replay(run_id, when, entry))
         if as_json:
-            print_json(reading.replay(found))
+            print_json(shapes.replay(found))
             return
         _show_replay(run_id, found)
 

@@ -18,7 +18,6 @@ from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, interval_s, worker_checked
 from runledger.application.display import safe_text
 from runledger.application.plain import counted
-from runledger.application.reading import answers as reading
 from runledger.application.services.running.advancing import AdvanceReport
 from runledger.application.telemetry import configure_logging
 
@@ -36,7 +35,7 @@ def tick(
             started=report.started.started,
             advance=Advance.model_validate(report.advance),
             swept=guarded(
-                lambda: [reading.cleanup_summary(rl, r, s) for r, s in report.swept.items()]
+                lambda: [rl.answers.cleanup_summary(r, s) for r, s in report.swept.items()]
             ),
         )
     if as_json:

@@ -19,13 +19,14 @@ from runledger.application.cli.options import AsJson, moment, typed, within
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadQuery
-from runledger.application.reading import answers as reading
+from runledger.application.reading import shapes
+from runledger.application.reading.answers import MAX_PAGE, Answers
 from runledger.application.reading.schemas import runs as schemas
-from runledger.application.runledger import Runledger
 from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupFilter
 from runledger.projections.pages import RunFilter
+from runledger.projections.queries import Queries
 
 MAX_LOG_LINES = 10_000
 WIDE = 110
@@ -40,18 +41,18 @@ def runs(
         typer.Option(help=f"only runs whose cleanup is this. {CLEANUP_HELP}"),
     ] = None,
     name: Annotated[str | None, typer.Option(help="only runs whose name contains this")] = None,
-    limit: Annotated[int, typer.Option(help=f"how many runs, at most {reading.MAX_PAGE:,}")] = 20,
+    limit: Annotated[int, typer.Option(help=f"how many runs, at most {MAX_PAGE:,}")] = 20,
     cursor: Annotated[
         str | None, typer.Option(help="where the page before ended (its next cursor)")
     ] = None,
     as_json: AsJson = False,
 ) -> None:
     """List runs newest first, with their ids, start times and cleanup status."""
-    guarded(lambda: within("--limit", limit, reading.MAX_PAGE))
+    guarded(lambda: within("--limit", limit, MAX_PAGE))
     guarded(lambda: typed("--name", name))
     where = RunFilter(status, cleanup_status, name)
     with guarded(bootstrap) as rl:
-        page = guarded(lambda: _page(rl, where, limit, cursor))
+        page = guarded(lambda: _page(rl.answers, where, limit, cursor))
     if as_json:
         print_json(page)
     elif not page.items:
@@ -71,9 +72,9 @@ def _more(cursor: str) -> Text:
     return Text.assemble("More runs follow: run this again with ", (f"--cursor {cursor}", "bold"))
 
 
-def _page(rl: Runledger, where: RunFilter, limit: int, cursor: str | None) -> schemas.RunPage:
+def _page(answers: Answers, where: RunFilter, limit: int, cursor: str | None) -> schemas.RunPage:
     try:
-        return reading.run_page(rl, where, limit, cursor)
+        return answers.run_page(where, limit, cursor)
     except BadQuery:
         raise Usage(f"--cursor {safe_repr(cursor)} is not a cursor runs gave out") from None
 
@@ -119,24 +120,26 @@ def log(
     guarded(lambda: within("--limit", limit, MAX_LOG_LINES))
     start = guarded(lambda: moment("--since", since))
     with guarded(bootstrap) as rl:
-        row = guarded(lambda: reading.known_run(rl, run_id))
+        row = guarded(lambda: rl.answers.known_run(run_id))
         if as_json:
-            detail = guarded(lambda: reading.run_detail(rl, run_id))
-            print_json(RunLog(run=detail, log=_log_page(rl, run_id, limit, start)))
+            detail = guarded(lambda: rl.answers.run_detail(run_id))
+            print_json(RunLog(run=detail, log=_log_page(rl.queries, run_id, limit, start)))
         else:
-            show_runs(console, rl, [run_id], with_log=True, limit=limit, since=start)
+            show_runs(console, rl.answers, [run_id], with_log=True, limit=limit, since=start)
     if row.cleanup_status == "incomplete":
         raise typer.Exit(exits.CLEANUP_INCOMPLETE)
 
 
-def _log_page(rl: Runledger, run_id: UUID, limit: int, since: datetime | None) -> schemas.LogPage:
+def _log_page(
+    queries: Queries, run_id: UUID, limit: int, since: datetime | None
+) -> schemas.LogPage:
     """The lines the screen shows, as the API's page of them: ``earlier`` is there when lines
     before these exist (whether --since or --limit left them out)."""
-    lines = rl.queries.log(run_id, limit=limit, since=since)
-    total = rl.queries.log_size(run_id)
+    lines = queries.log(run_id, limit=limit, since=since)
+    total = queries.log_size(run_id)
     return schemas.LogPage(
         run_id=run_id,
-        lines=[reading.log_line(line) for line in lines],
+        lines=[shapes.log_line(line) for line in lines],
         total=total,
         earlier=lines[0].position if lines and total > len(lines) else None,
     )

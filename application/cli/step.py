@@ -19,11 +19,11 @@ from runledger.application.cli.tables import Table
 from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.plain import when
-from runledger.application.reading import answers as reading
-from runledger.application.runledger import Runledger
+from runledger.application.reading import shapes
 from runledger.application.services.history import StepFrame, Stepping
 from runledger.application.words import event_said, field_said, field_value
 from runledger.domain.values import check_text
+from runledger.projections.queries import Queries
 
 
 def step(
@@ -33,12 +33,12 @@ def step(
 ) -> None:
     """Step through one entry's events, version by version."""
     with guarded(bootstrap) as rl:
-        entry_id = guarded(lambda: _entry_id(rl, entry))
+        entry_id = guarded(lambda: _entry_id(rl.queries, entry))
         stepping = guarded(lambda: rl.history.step(entry_id, at))
         frames = stepping.frames[-1:] if at is not None else stepping.frames
         if as_json:
             # The API's entry history; with --at, only that version, as the screen shows it.
-            print_json(reading.stepping(replace(stepping, frames=frames)))
+            print_json(shapes.stepping(replace(stepping, frames=frames)))
         elif at is None and sys.stdin.isatty() and sys.stdout.isatty():
             _interactive(stepping)
         else:
@@ -46,16 +46,16 @@ def step(
                 _show_frame(stepping, frame)
 
 
-def _entry_id(rl: Runledger, text: str) -> UUID:
+def _entry_id(queries: Queries, text: str) -> UUID:
     """An entry named by its id, or by a ref (or kind:ref) that names exactly one entry."""
     try:
         return UUID(text)
     except ValueError:
-        return _entry_named(rl, text)
+        return _entry_named(queries, text)
 
 
-def _entry_named(rl: Runledger, text: str) -> UUID:
-    found = rl.queries.entries_named(check_text(text, "ENTRY"))
+def _entry_named(queries: Queries, text: str) -> UUID:
+    found = queries.entries_named(check_text(text, "ENTRY"))
     if not found:
         raise NotFound(f"no ledger entry named {safe_repr(text)}")
     if len(found) > 1:

@@ -41,7 +41,7 @@ def create(
     by = terminal_person()
     with guarded(bootstrap) as rl:
         answer = once(
-            rl,
+            rl.once,
             (idempotency_key, by, "/admin/tokens", {"name": name, "role": role}),
             lambda: IssuedToken.model_validate(rl.tokens.issue(name, role, by=by)),
             IssuedToken,

@@ -118,7 +118,7 @@ def test_the_next_attempt_is_shown_beside_the_entry(
     run, _ = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     out = io.StringIO()
-    show_runs(Console(file=out, width=200), rl, [run], with_log=True)
+    show_runs(Console(file=out, width=200), rl.answers, [run], with_log=True)
     assert (
         "creature:c1 failing, 1 attempt — the shard is busy; next attempt at "
         "2026-12-02 12:00:05 UTC" in out.getvalue()

@@ -19,7 +19,6 @@ import pytest
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import BadRequest, Conflict, NotFound
 from runledger.application.modules.protocol import Registry
-from runledger.application.reading import answers as reading
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.errors import NotClaimable
@@ -336,7 +335,7 @@ def test_a_kept_entry_stored_without_a_reason_still_loads_and_reads(tmp_path: Pa
         for entry_id, state in stored:
             found = entry_of(old, entry_id)
             assert (found.state, found.kept_by, found.kept_reason) == ("kept", state["by"], None)
-            shown = reading.known_entry(old, entry_id)
+            shown = old.answers.known_entry(entry_id)
             assert (shown.kept_by, shown.kept_reason) == (state["by"], None)
             last = old.history.step(entry_id).frames[-1]
             assert (last.event, last.state["kept_reason"]) == ("Kept", None)

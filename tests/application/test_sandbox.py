@@ -177,7 +177,7 @@ def test_the_console_says_a_terminal_refusal_was_tried_once_and_is_not_retried(
     run = rl.runs.start(spec(spawn(1)))
     ticks(rl, 2)
     screen = Console(record=True, width=300)
-    show_runs(screen, rl, [run], with_log=True)
+    show_runs(screen, rl.answers, [run], with_log=True)
     (left,) = [line for line in screen.export_text().splitlines() if "left:" in line]
     assert f"1 attempt — not retried: sandbox: {SPAWN} refuses (injected)" in left
 
