@@ -1,5 +1,5 @@
 """What a route of either HTTP front end (the API, the console) may ask for: one typed alias per
-service, so that a route's signature says what it uses. The composition root itself stays here.
+service, so that a route's signature says what it uses; none hands out the composition root.
 
 Requests write at once, as other processes do: no service keeps one call's state on itself, and
 the store refuses a stale save (a 409, api/errors.py)."""
@@ -65,5 +65,3 @@ OccurrencesDep = Annotated[Occurrences, Depends(_of(lambda rl: rl.occurrences))]
 TokensDep = Annotated[Tokens, Depends(_of(lambda rl: rl.tokens))]
 OnceDep = Annotated[Once, Depends(_of(lambda rl: rl.once))]
 ProjectorDep = Annotated[ReadModel, Depends(_of(lambda rl: rl.projector))]
-
-Rl = Annotated[Runledger, Depends(_root)]

@@ -16,9 +16,8 @@ from uuid import UUID
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from runledger.application.deps import Rl
-from runledger.application.runledger import Runledger
-from runledger.application.services.tokens import Actor
+from runledger.application.deps import Now, SettingsDep, TokensDep
+from runledger.application.services.tokens import Actor, Tokens
 from runledger.domain.token import a_role, may
 
 COOKIE = "runledger_session"
@@ -95,18 +94,18 @@ def _page_of(request: Request) -> str:
     return "/runs"
 
 
-def signed_in(request: Request, rl: Runledger) -> Actor:
-    """The person this session speaks for, or SignInFirst saying why not."""
+def signed_in(request: Request, tokens: Tokens, hours: float, now: datetime) -> Actor:
+    """The person this session speaks for, or SignInFirst saying why not: a session lasts
+    ``hours`` from its sign-in, as of ``now`` on the store's clock."""
     session: dict[str, Any] = request.session
     token, since = session.get("token"), session.get("since")
     if not isinstance(token, str) or not isinstance(since, float | int):
         raise SignInFirst(_back_to(request))
-    hours = rl.settings.session_hours
-    if rl.clock().timestamp() - since > hours * 3600:
+    if now.timestamp() - since > hours * 3600:
         session.clear()
         raise SignInFirst(_back_to(request), f"Your session ended after {hours:g} hours.")
     try:
-        actor = rl.tokens.holder(UUID(token))
+        actor = tokens.holder(UUID(token))
     except ValueError:
         actor = None
     if actor is None:
@@ -116,15 +115,17 @@ def signed_in(request: Request, rl: Runledger) -> Actor:
     return actor
 
 
-def reader(request: Request, rl: Rl) -> Actor:
-    return signed_in(request, rl)
+def reader(request: Request, tokens: TokensDep, settings: SettingsDep, now: Now) -> Actor:
+    return signed_in(request, tokens, settings.session_hours, now)
 
 
-async def actor_of_form(request: Request, rl: Rl) -> Actor:
+async def actor_of_form(
+    request: Request, tokens: TokensDep, settings: SettingsDep, now: Now
+) -> Actor:
     """An operator acting through a form of this session: CSRF checked before anything else."""
     form = await request.form()
     check_form_token(request, form.get("csrf"))
-    actor = await run_in_threadpool(signed_in, request, rl)
+    actor = await run_in_threadpool(signed_in, request, tokens, settings.session_hours, now)
     if not may(actor.role, "operator"):
         said = "only operators and admins act in the console; nothing was done."
         raise Refused(403, f"{actor.name} signed in as {a_role(actor.role)}: {said}")

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import Request
+from fastapi import Depends, Request
 
+from runledger.application.deps import AnswersDep, CleanupDep, HoldsDep, LedgerDep, RunsDep
 from runledger.application.errors import Conflict
-from runledger.application.reading import answers as reading
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.runs import RunSummary
-from runledger.application.runledger import Runledger
-from runledger.application.services.holds import Held
+from runledger.application.reading.shapes import run_summary
+from runledger.application.services.cleanup import Cleanup
+from runledger.application.services.holds import Held, Holds
+from runledger.application.services.ledger import Ledger
+from runledger.application.services.runs import Runs
 from runledger.application.words import STATE, cleanup_word
 from runledger.domain.errors import DomainError
 from runledger.domain.run import ended
@@ -59,12 +63,12 @@ class Before:
     """Lease entries a retry would leave as they are: another live run holds their target."""
 
     @classmethod
-    def read(cls, rl: Runledger, run_id: UUID) -> Before:
-        run = reading.run_summary(reading.known_run(rl, run_id))
-        stored = rl.ledger.get_run(run_id)
+    def read(cls, answers: Answers, ledger: Ledger, holds: Holds, run_id: UUID) -> Before:
+        run = run_summary(answers.known_run(run_id))
+        stored = ledger.get_run(run_id)
         phases = [p.id for p in RunSpec.stored(stored.spec).phases] if stored.spec else []
         over = stored.is_terminal and run.unresolved
-        held = tuple(rl.holds.of_run(run_id)) if over else ()
+        held = tuple(holds.of_run(run_id)) if over else ()
         return cls(run, phases, stored.phase, held)
 
     @property
@@ -173,42 +177,63 @@ def _advance(before: Before, by: str) -> Foreseen:
     )
 
 
-Doer = Callable[[Runledger, Before, str, str], str]
+@dataclass(frozen=True, kw_only=True)
+class Doing:
+    """What a run's acts use: the services that act, and what reads the run before and after."""
+
+    answers: Answers
+    runs: Runs
+    ledger: Ledger
+    cleanup: Cleanup
+    holds: Holds
+
+    def before(self, run_id: UUID) -> Before:
+        return Before.read(self.answers, self.ledger, self.holds, run_id)
 
 
-def perform(rl: Runledger, action: str, run_id: UUID, by: str, reason: str) -> str:
+def _doing(
+    answers: AnswersDep, runs: RunsDep, ledger: LedgerDep, cleanup: CleanupDep, holds: HoldsDep
+) -> Doing:
+    return Doing(answers=answers, runs=runs, ledger=ledger, cleanup=cleanup, holds=holds)
+
+
+DoingDep = Annotated[Doing, Depends(_doing)]
+Doer = Callable[[Doing, Before, str, str], str]
+
+
+def perform(doing: Doing, action: str, run_id: UUID, by: str, reason: str) -> str:
     """Do ``action`` in the name ``by``; answers what came of it.
     A refusal (a domain error, a conflict, a bad reason) is raised and nothing is written."""
-    return DOERS[action](rl, Before.read(rl, run_id), by, reason)
+    return DOERS[action](doing, doing.before(run_id), by, reason)
 
 
-def _advanced(rl: Runledger, before: Before, by: str, _: str) -> str:
-    said = rl.runs.advance(before.run.run_id, by)
+def _advanced(doing: Doing, before: Before, by: str, _: str) -> str:
+    said = doing.runs.advance(before.run.run_id, by)
     done = f"Phase {before.current} advanced by {by}"
     if said == "completed":
-        return f"{done}: it was the last, so the run completed; {_left(rl, before)}."
-    after = Before.read(rl, before.run.run_id)
+        return f"{done}: it was the last, so the run completed; {_left(doing, before)}."
+    after = doing.before(before.run.run_id)
     return f"{done}: phase {after.current} has started."
 
 
-def _cancelled(rl: Runledger, before: Before, by: str, _: str) -> str:
-    rl.ledger.cancel_run(before.run.run_id, by, cleanup=True)
-    return f"Cancelled by {by} with cleanup: {_left(rl, before)}."
+def _cancelled(doing: Doing, before: Before, by: str, _: str) -> str:
+    doing.ledger.cancel_run(before.run.run_id, by, cleanup=True)
+    return f"Cancelled by {by} with cleanup: {_left(doing, before)}."
 
 
-def _kept(rl: Runledger, before: Before, by: str, _: str) -> str:
-    kept = rl.ledger.cancel_run(before.run.run_id, by, cleanup=False)
+def _kept(doing: Doing, before: Before, by: str, _: str) -> str:
+    kept = doing.ledger.cancel_run(before.run.run_id, by, cleanup=False)
     return f"Cancelled by {by} without cleanup: {entries(kept)} kept in the name {by}."
 
 
-def _aborted(rl: Runledger, before: Before, by: str, reason: str) -> str:
-    rl.ledger.abort_run(before.run.run_id, reason, by=by)
-    return f"Aborted by {by} ({safe_text(reason, 200)}): {_left(rl, before)}."
+def _aborted(doing: Doing, before: Before, by: str, reason: str) -> str:
+    doing.ledger.abort_run(before.run.run_id, reason, by=by)
+    return f"Aborted by {by} ({safe_text(reason, 200)}): {_left(doing, before)}."
 
 
-def _retried(rl: Runledger, before: Before, by: str, _: str) -> str:
-    summary = rl.cleanup.manual_cleanup(before.run.run_id, by)
-    found = reading.cleanup_summary(rl, before.run.run_id, summary)
+def _retried(doing: Doing, before: Before, by: str, _: str) -> str:
+    summary = doing.cleanup.manual_cleanup(before.run.run_id, by)
+    found = doing.answers.cleanup_summary(before.run.run_id, summary)
     drifted = f", {found.drifted} drifted" if found.drifted else ""
     held = f" Left alone: {'; '.join(h.said for h in found.held)}." if found.held else ""
     cleanup = cleanup_word("ended", found.cleanup_status).said
@@ -220,8 +245,8 @@ def _retried(rl: Runledger, before: Before, by: str, _: str) -> str:
     )
 
 
-def _left(rl: Runledger, before: Before) -> str:
-    now = reading.known_run(rl, before.run.run_id)
+def _left(doing: Doing, before: Before) -> str:
+    now = doing.answers.known_run(before.run.run_id)
     if not now.unresolved:
         return "nothing is left to give back"
     return f"the runner gives back its {entries(now.unresolved)} left"

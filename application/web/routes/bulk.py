@@ -11,12 +11,13 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl
+from runledger.application.deps import AnswersDep, BulkDep
 from runledger.application.errors import Conflict
-from runledger.application.reading import answers as reading
+from runledger.application.reading import shapes
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas import bulk
 from runledger.application.reading.schemas.runs import CleanupSummary
-from runledger.application.runledger import Runledger
+from runledger.application.services.bulk import Bulk
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page
 from runledger.application.web.routes.bulk_form import (
@@ -39,21 +40,22 @@ Fingerprint = Annotated[str, Form(min_length=1, max_length=64)]
 @router.get(PATH, response_class=HTMLResponse)
 def cleanup_page(
     request: Request,
-    rl: Rl,
+    selection: BulkDep,
     actor: Reader,
     confirm: Annotated[str, Query(max_length=64)] = "",
 ) -> HTMLResponse:
     """The filters; with ``plan`` in the query, the plan they make; with ``confirm``, what
     applying the plan of that fingerprint will do."""
     shown = filters(request.query_params)
-    plan = _plan(rl, shown) if "plan" in request.query_params or confirm else None
+    plan = _plan(selection, shown) if "plan" in request.query_params or confirm else None
     return _page(request, actor, shown, plan, confirm=confirm, outcome=_outcome_of(request))
 
 
 @router.post(f"{PATH}/apply", response_model=None)
 def apply_plan(
     request: Request,
-    rl: Rl,
+    selection: BulkDep,
+    answers: AnswersDep,
     actor: Acting,
     fingerprint: Fingerprint,
     module: Typed = "",
@@ -73,17 +75,18 @@ def apply_plan(
     }
     shown = filters(typed)
     try:
-        done = rl.bulk.apply(reading.where(shown.selector), fingerprint, actor.name)
+        done = selection.apply(shapes.where(shown.selector), fingerprint, actor.name)
     except Conflict as error:
-        now = _plan(rl, shown)
+        now = _plan(selection, shown)
         return _page(request, actor, shown, now, stale=str(error), code=409)
-    summaries = [reading.cleanup_summary(rl, run_id, s) for run_id, s in done.items()]
-    request.session["bulk_outcome"] = safe_text(_applied(rl, fingerprint, actor, summaries), 2_000)
+    summaries = [answers.cleanup_summary(run_id, s) for run_id, s in done.items()]
+    said = _applied(answers, fingerprint, actor, summaries)
+    request.session["bulk_outcome"] = safe_text(said, 2_000)
     return RedirectResponse(f"{PATH}?{urlencode(shown.query | {'plan': '1'})}", status_code=303)
 
 
-def _plan(rl: Runledger, shown: Filters) -> bulk.Plan:
-    return reading.plan(shown.selector, rl.bulk.plan(reading.where(shown.selector)))
+def _plan(selection: Bulk, shown: Filters) -> bulk.Plan:
+    return shapes.plan(shown.selector, selection.plan(shapes.where(shown.selector)))
 
 
 def _page(
@@ -121,9 +124,10 @@ def _page(
     )
 
 
-def _applied(rl: Runledger, fingerprint: str, actor: Actor, done: list[CleanupSummary]) -> str:
+def _applied(answers: Answers, fingerprint: str, actor: Actor, done: list[CleanupSummary]) -> str:
     """What came of applying the plan, one clause a run."""
-    rows = rl.queries.runs([s.run_id for s in done], rl.clock(), rl.settings.max_revert_attempts)
+    ids = [s.run_id for s in done]
+    rows = answers.queries.runs(ids, answers.clock(), answers.max_attempts)
     names = {row.run_id: row.name for row in rows}
     runs = "1 run" if len(done) == 1 else f"{len(done):,} runs"
     said = [f"Plan {fingerprint[:12]} applied by {actor.name}: {runs} asked again."]

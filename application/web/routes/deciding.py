@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
 
-from runledger.application.reading import answers as reading
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.runs import Entry
-from runledger.application.runledger import Runledger
+from runledger.application.services.decisions import Decisions
+from runledger.application.services.holds import Holds
 from runledger.domain.fate import UNRESOLVED
 from runledger.domain.run import ended
 from runledger.domain.text import safe_text
@@ -85,12 +86,12 @@ def foresee_keep(run: RunRow, entry: Entry, by: str) -> Asked:
     )
 
 
-def foresee_retry(rl: Runledger, run: RunRow, entry: Entry, by: str) -> Asked:
+def foresee_retry(answers: Answers, holds: Holds, run: RunRow, entry: Entry, by: str) -> Asked:
     refused = _refused(run, entry)
     if refused is not None:
         return refused
-    found = rl.queries.entry(entry.entry_id)
-    held = rl.holds.among(run.run_id, [found]) if found is not None else []
+    found = answers.queries.entry(entry.entry_id)
+    held = holds.among(run.run_id, [found]) if found is not None else []
     if held:
         return Asked(
             f"Retry {safe_text(entry.name)} of {_named(run)}: nothing would be restored now, "
@@ -120,40 +121,37 @@ def foresee_keep_rest(run: RunRow, left: list[EntryRow], by: str) -> Asked:
     )
 
 
-def keep(rl: Runledger, entry_id: UUID, by: str, why: str) -> str:
-    run_id = _run_of(rl, entry_id)
-    kept = rl.decisions.keep_one(run_id, entry_id, by, why)
+def keep(decider: Decisions, answers: Answers, entry_id: UUID, by: str, why: str) -> str:
+    run_id = answers.known_entry(entry_id).run_id
+    kept = decider.keep_one(run_id, entry_id, by, why)
     [name] = kept.entries.values()
-    return f"Kept {safe_text(name)} in the name {by} ({safe_text(why, 200)}): {_left(rl, run_id)}."
+    left = _left(answers, run_id)
+    return f"Kept {safe_text(name)} in the name {by} ({safe_text(why, 200)}): {left}."
 
 
-def retry(rl: Runledger, entry_id: UUID, by: str, why: str) -> str:
-    run_id = _run_of(rl, entry_id)
-    done = rl.decisions.retry_one(run_id, entry_id, by, why or None)
+def retry(decider: Decisions, answers: Answers, entry_id: UUID, by: str, why: str) -> str:
+    run_id = answers.known_entry(entry_id).run_id
+    done = decider.retry_one(run_id, entry_id, by, why or None)
     name = safe_text(done.name)
     if done.retried.held:
         return f"Retry of {name} by {by}: left alone: {done.retried.held[0].said}."
-    after = rl.queries.entry(entry_id)
+    after = answers.queries.entry(entry_id)
     if after is None or after.status == "reverted":
-        return f"Retried {name} by {by}: given back; {_left(rl, run_id)}."
+        return f"Retried {name} by {by}: given back; {_left(answers, run_id)}."
     error = f": {safe_text(after.last_error, 300)}" if after.last_error else ""
-    return f"Retried {name} by {by}: still {after.status}{error}; {_left(rl, run_id)}."
+    return f"Retried {name} by {by}: still {after.status}{error}; {_left(answers, run_id)}."
 
 
-def keep_rest(rl: Runledger, run_id: UUID, by: str, why: str) -> str:
-    kept = rl.decisions.keep_rest(run_id, by, why)
+def keep_rest(decider: Decisions, answers: Answers, run_id: UUID, by: str, why: str) -> str:
+    kept = decider.keep_rest(run_id, by, why)
     return (
         f"Kept what was left in the name {by} ({safe_text(why, 200)}): "
-        f"{entries(len(kept.entries))} kept; {_left(rl, run_id)}."
+        f"{entries(len(kept.entries))} kept; {_left(answers, run_id)}."
     )
 
 
-def _run_of(rl: Runledger, entry_id: UUID) -> UUID:
-    return reading.known_entry(rl, entry_id).run_id
-
-
-def _left(rl: Runledger, run_id: UUID) -> str:
-    now = reading.known_run(rl, run_id)
+def _left(answers: Answers, run_id: UUID) -> str:
+    now = answers.known_run(run_id)
     if not now.unresolved:
         return "nothing is left to give back"
     return f"{entries(now.unresolved)} left to give back"

@@ -17,10 +17,11 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl
+from runledger.application.deps import AnswersDep, DecisionsDep, HoldsDep
 from runledger.application.errors import BadRequest, NotFound
-from runledger.application.reading import answers as reading
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.runs import Entry
+from runledger.application.services.holds import Holds
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import env, page
 from runledger.application.web.routes import deciding
@@ -54,7 +55,7 @@ def operators_only(actor: Actor) -> None:
 
 @router.get("/runs/{run_id}/decide")
 def decide(
-    rl: Rl,
+    answers: AnswersDep,
     actor: Reader,
     run_id: UUID,
     entry: Annotated[UUID, Query()],
@@ -62,70 +63,73 @@ def decide(
 ) -> RedirectResponse:
     """A group's form on the run's page: the chosen entry's confirmation."""
     operators_only(actor)
-    if reading.known_entry(rl, entry).run_id != run_id:
+    if answers.known_entry(entry).run_id != run_id:
         raise NotFound(f"run {run_id} has no entry {entry}")
     return RedirectResponse(f"/entries/{entry}/{act}?back=run", status_code=303)
 
 
 @router.get("/entries/{entry_id}/{act}", response_class=HTMLResponse)
 def confirm(
-    request: Request, rl: Rl, actor: Reader, entry_id: UUID, act: Act, back: BackTo = "entry"
+    request: Request,
+    answers: AnswersDep,
+    holds: HoldsDep,
+    actor: Reader,
+    entry_id: UUID,
+    act: Act,
+    back: BackTo = "entry",
 ) -> HTMLResponse:
     operators_only(actor)
-    return _entry_confirmation(request, rl, actor, entry_id, act, back)
+    return _entry_confirmation(request, answers, holds, actor, entry_id, act, back)
 
 
 @router.post("/entries/{entry_id}/{act}", response_model=None)
 def decide_entry(
     request: Request,
-    rl: Rl,
+    decider: DecisionsDep,
+    answers: AnswersDep,
+    holds: HoldsDep,
     actor: Acting,
     entry_id: UUID,
     act: Act,
     reason: Reason = "",
     back: Annotated[Back, Form()] = "entry",
 ) -> Response:
-    return _decide_entry(request, rl, actor, entry_id, reason, act, back)
-
-
-def _decide_entry(
-    request: Request,
-    rl: Rl,
-    actor: Acting,
-    entry_id: UUID,
-    reason: str,
-    act: Act,
-    back: Back,
-) -> Response:
     """Keep or retry one entry in the actor's name; a refusal shows the confirmation again."""
-    run_id = reading.known_entry(rl, entry_id).run_id
+    run_id = answers.known_entry(entry_id).run_id
     decide = deciding.keep if act == "keep" else deciding.retry
     return _done(
         request,
         (run_id, "runs") if back == "run" else (entry_id, "entries"),
-        lambda: decide(rl, entry_id, actor.name, reason),
+        lambda: decide(decider, answers, entry_id, actor.name, reason),
         lambda code, said: _entry_confirmation(
-            request, rl, actor, entry_id, act, back, code, said, reason
+            request, answers, holds, actor, entry_id, act, back, code, said, reason
         ),
     )
 
 
 @router.get("/runs/{run_id}/keep-rest", response_class=HTMLResponse)
-def confirm_keep_rest(request: Request, rl: Rl, actor: Reader, run_id: UUID) -> HTMLResponse:
+def confirm_keep_rest(
+    request: Request, answers: AnswersDep, actor: Reader, run_id: UUID
+) -> HTMLResponse:
     operators_only(actor)
-    return _rest_confirmation(request, rl, actor, run_id)
+    return _rest_confirmation(request, answers, actor, run_id)
 
 
 @router.post("/runs/{run_id}/keep-rest", response_model=None)
 def keep_rest(
-    request: Request, rl: Rl, actor: Acting, run_id: UUID, reason: Reason = ""
+    request: Request,
+    decider: DecisionsDep,
+    answers: AnswersDep,
+    actor: Acting,
+    run_id: UUID,
+    reason: Reason = "",
 ) -> Response:
-    reading.known_run(rl, run_id)
+    answers.known_run(run_id)
     return _done(
         request,
         (run_id, "runs"),
-        lambda: deciding.keep_rest(rl, run_id, actor.name, reason),
-        lambda code, said: _rest_confirmation(request, rl, actor, run_id, code, said, reason),
+        lambda: deciding.keep_rest(decider, answers, run_id, actor.name, reason),
+        lambda code, said: _rest_confirmation(request, answers, actor, run_id, code, said, reason),
     )
 
 
@@ -150,7 +154,8 @@ def _done(
 
 def _entry_confirmation(
     request: Request,
-    rl: Rl,
+    answers: Answers,
+    holds: Holds,
     actor: Actor,
     entry_id: UUID,
     act: Act,
@@ -159,12 +164,12 @@ def _entry_confirmation(
     refused: str | None = None,
     reason: str = "",
 ) -> HTMLResponse:
-    entry = reading.known_entry(rl, entry_id)
-    run = reading.known_run(rl, entry.run_id)
+    entry = answers.known_entry(entry_id)
+    run = answers.known_run(entry.run_id)
     asked = (
         deciding.foresee_keep(run, entry, actor.name)
         if act == "keep"
-        else deciding.foresee_retry(rl, run, entry, actor.name)
+        else deciding.foresee_retry(answers, holds, run, entry, actor.name)
     )
     shown = Shown(act, asked, run, f"/entries/{entry_id}/{act}", entry=entry, back=back)
     return _confirmation(request, actor, shown, code, refused, reason)
@@ -172,15 +177,15 @@ def _entry_confirmation(
 
 def _rest_confirmation(
     request: Request,
-    rl: Rl,
+    answers: Answers,
     actor: Actor,
     run_id: UUID,
     code: int = 200,
     refused: str | None = None,
     reason: str = "",
 ) -> HTMLResponse:
-    run = reading.known_run(rl, run_id)
-    left = rl.queries.unresolved_entries(run_id) if ended(run.status) else []
+    run = answers.known_run(run_id)
+    left = answers.queries.unresolved_entries(run_id) if ended(run.status) else []
     asked = deciding.foresee_keep_rest(run, left, actor.name)
     shown = Shown("keep_rest", asked, run, f"/runs/{run_id}/keep-rest", left=left)
     return _confirmation(request, actor, shown, code, refused, reason)

@@ -16,7 +16,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl
+from runledger.application.deps import OccurrencesDep
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.reading import definitions as answer
 from runledger.application.services.occurrences import MAX_LISTED
@@ -24,7 +24,13 @@ from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page
 from runledger.application.web.routes import definition_acts as acts
 from runledger.application.web.routes.definition_acts import LABELS, Act, Outcome
-from runledger.application.web.routes.definition_view import SHORT, found, shown
+from runledger.application.web.routes.definition_view import (
+    SHORT,
+    Catalogue,
+    CatalogueDep,
+    found,
+    shown,
+)
 from runledger.application.web.session import Acting, Reader, Refused
 from runledger.application.words import OCCURRENCE
 from runledger.domain.errors import DomainError
@@ -51,7 +57,7 @@ def operator(actor: Actor) -> None:
 
 def shown_page(
     request: Request,
-    rl: Rl,
+    catalogue: Catalogue,
     actor: Actor,
     template: str,
     name: str,
@@ -64,35 +70,35 @@ def shown_page(
         template,
         actor,
         code,
-        shown=shown(rl, found(rl, name)),
+        shown=shown(catalogue.occurrences, found(catalogue.definitions, name)),
         outcome=outcome,
         LABELS=LABELS,
         OCCURRENCE=OCCURRENCE,
         SHORT=SHORT,
         one=True,
         MAX_LISTED=MAX_LISTED,
-        picked=rl.clock().strftime("%Y-%m-%dT%H:%M"),
+        picked=catalogue.now.strftime("%Y-%m-%dT%H:%M"),
     )
 
 
 @router.get("/definitions/{name}/confirm/{act}", response_class=HTMLResponse)
 def confirm(
-    request: Request, rl: Rl, actor: Reader, name: Name, act: Act, at: At = ""
+    request: Request, catalogue: CatalogueDep, actor: Reader, name: Name, act: Act, at: At = ""
 ) -> HTMLResponse:
     operator(actor)
-    definition = found(rl, name)
+    definition = found(catalogue.definitions, name)
     if act != "schedule":
-        return confirmation(request, rl, actor, definition.name, act)
+        return confirmation(request, catalogue, actor, definition.name, act)
     try:
         when = acts.moment(at)
     except BadRequest as error:
-        return confirmation(request, rl, actor, definition.name, act, str(error), at)
-    return confirmation(request, rl, actor, definition.name, act, at=at, when=when)
+        return confirmation(request, catalogue, actor, definition.name, act, str(error), at)
+    return confirmation(request, catalogue, actor, definition.name, act, at=at, when=when)
 
 
 def confirmation(
     request: Request,
-    rl: Rl,
+    catalogue: Catalogue,
     actor: Actor,
     name: str,
     act: str,
@@ -102,8 +108,10 @@ def confirmation(
 ) -> HTMLResponse:
     """The confirmation of ``act``; with ``refused``, the time picker again and why (422)."""
     inline = is_htmx(request)
-    definition = found(rl, name)
-    foreseen = None if refused else acts.foresee(rl, definition, act, actor.name, when)
+    definition = found(catalogue.definitions, name)
+    foreseen = (
+        None if refused else acts.foresee(catalogue.occurrences, definition, act, actor.name, when)
+    )
     answer_ = page(
         request,
         "definition_confirm.html" if inline else "definition_confirm_page.html",
@@ -115,7 +123,7 @@ def confirmation(
         foreseen=foreseen,
         refused=None if refused is None else safe_text(refused, 1_000),
         at=at,
-        picked=at[:19] or rl.clock().strftime("%Y-%m-%dT%H:%M"),
+        picked=at[:19] or catalogue.now.strftime("%Y-%m-%dT%H:%M"),
         post=f"/definitions/{definition.name}/confirm/{act}",
     )
     if inline and refused:
@@ -126,33 +134,36 @@ def confirmation(
 @router.post("/definitions/{name}/confirm/{act}", response_model=None)
 def act(
     request: Request,
-    rl: Rl,
+    catalogue: CatalogueDep,
     actor: Acting,
     name: Name,
     act: Act,
     at: AtForm = "",
 ) -> Response:
-    definition = found(rl, name)
+    definitions, occurrences = catalogue.definitions, catalogue.occurrences
+    definition = found(definitions, name)
     try:
         if act == "verify":
-            outcome = acts.verify(rl, definition.name, actor.name)
+            outcome = acts.verify(definitions, definition.name, actor.name)
         elif act == "publish":
-            outcome = acts.publish(rl, definition.name, actor.name)
+            outcome = acts.publish(definitions, definition.name, actor.name)
         else:
-            outcome = acts.schedule(rl, definition.name, actor.name, acts.moment(at))
+            outcome = acts.schedule(occurrences, definition.name, actor.name, acts.moment(at))
     except BadRequest as error:
         if act == "schedule" and not isinstance(error, Conflict):
-            return confirmation(request, rl, actor, definition.name, act, str(error), at)
-        return refusal(request, rl, actor, definition.name, error)
+            return confirmation(request, catalogue, actor, definition.name, act, str(error), at)
+        return refusal(request, catalogue, actor, definition.name, error)
     except DomainError as error:
-        return refusal(request, rl, actor, definition.name, error)
-    return done(request, rl, actor, definition.name, outcome)
+        return refusal(request, catalogue, actor, definition.name, error)
+    return done(request, catalogue, actor, definition.name, outcome)
 
 
 @router.get("/occurrences/{occurrence_id}/confirm/cancel", response_class=HTMLResponse)
-def confirm_cancel(request: Request, rl: Rl, actor: Reader, occurrence_id: UUID) -> HTMLResponse:
+def confirm_cancel(
+    request: Request, occurrences: OccurrencesDep, actor: Reader, occurrence_id: UUID
+) -> HTMLResponse:
     operator(actor)
-    occurrence = answer.occurrence(rl.occurrences.row(occurrence_id))
+    occurrence = answer.occurrence(occurrences.row(occurrence_id))
     return page(
         request,
         "definition_confirm.html" if is_htmx(request) else "definition_confirm_page.html",
@@ -168,26 +179,32 @@ def confirm_cancel(request: Request, rl: Rl, actor: Reader, occurrence_id: UUID)
 
 
 @router.post("/occurrences/{occurrence_id}/confirm/cancel", response_model=None)
-def cancel(request: Request, rl: Rl, actor: Acting, occurrence_id: UUID) -> Response:
-    name = rl.occurrences.row(occurrence_id).definition
+def cancel(
+    request: Request, catalogue: CatalogueDep, actor: Acting, occurrence_id: UUID
+) -> Response:
+    name = catalogue.occurrences.row(occurrence_id).definition
     try:
-        outcome = acts.cancel(rl, occurrence_id, actor.name)
+        outcome = acts.cancel(catalogue.occurrences, occurrence_id, actor.name)
     except (DomainError, BadRequest) as error:
-        return refusal(request, rl, actor, name, error)
-    return done(request, rl, actor, name, outcome)
+        return refusal(request, catalogue, actor, name, error)
+    return done(request, catalogue, actor, name, outcome)
 
 
-def done(request: Request, rl: Rl, actor: Actor, name: str, outcome: Outcome) -> Response:
+def done(
+    request: Request, catalogue: Catalogue, actor: Actor, name: str, outcome: Outcome
+) -> Response:
     if is_htmx(request):
-        return shown_page(request, rl, actor, "definition_body.html", name, outcome)
+        return shown_page(request, catalogue, actor, "definition_body.html", name, outcome)
     acts.keep_outcome(request, f"/definitions/{name}", outcome)
     return RedirectResponse(f"/definitions/{name}", status_code=303)
 
 
-def refusal(request: Request, rl: Rl, actor: Actor, name: str, error: Exception) -> Response:
+def refusal(
+    request: Request, catalogue: Catalogue, actor: Actor, name: str, error: Exception
+) -> Response:
     """Nothing was done: say why on the definition's page."""
     said = f"Refused, nothing was changed: {safe_text(str(error), 1_000)}"
     inline = is_htmx(request)
     code = 200 if inline else 409 if isinstance(error, DomainError | Conflict) else 422
     template = "definition_body.html" if inline else "definition.html"
-    return shown_page(request, rl, actor, template, name, Outcome(said, "refused"), code)
+    return shown_page(request, catalogue, actor, template, name, Outcome(said, "refused"), code)

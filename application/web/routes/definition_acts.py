@@ -17,7 +17,8 @@ from fastapi import Request
 from runledger.application.errors import BadRequest
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
-from runledger.application.runledger import Runledger
+from runledger.application.services.definitions import Definitions
+from runledger.application.services.occurrences import Occurrences
 from runledger.application.web.routes.acts import Foreseen
 from runledger.application.web.routes.definition_view import SHORT, placed, waiting
 from runledger.application.web.words import when
@@ -57,7 +58,7 @@ def moment(at: str) -> datetime:
 
 
 def foresee(
-    rl: Runledger, definition: Definition, act: str, by: str, at: datetime | None
+    occurrences: Occurrences, definition: Definition, act: str, by: str, at: datetime | None
 ) -> Foreseen:
     """Exactly what pressing the button will do, or why it can do nothing now."""
     name, by = f"'{definition.name}'", safe_text(by, 120)
@@ -76,7 +77,7 @@ def foresee(
             True,
         )
     if act == "publish":
-        return _publish(rl, definition, name, by)
+        return _publish(occurrences, definition, name, by)
     latest = definition.latest
     if latest is None:
         return Foreseen(f"{name} has no published version to schedule: publish it first.", False)
@@ -88,7 +89,7 @@ def foresee(
     )
 
 
-def _publish(rl: Runledger, definition: Definition, name: str, by: str) -> Foreseen:
+def _publish(occurrences: Occurrences, definition: Definition, name: str, by: str) -> Foreseen:
     number, stamp = len(definition.versions) + 1, definition.verified
     if stamp is None:
         said = (
@@ -105,7 +106,7 @@ def _publish(rl: Runledger, definition: Definition, name: str, by: str) -> Fores
     latest = definition.latest
     if latest is not None and latest.fingerprint == definition.fingerprint:
         said += f" Its spec is the same as version {latest.number}'s."
-    count = waiting(rl, definition.name)
+    count = waiting(occurrences, definition.name)
     if count:
         said += (
             f" {plural(count, 'scheduled occurrence', 'scheduled occurrences')} not yet started "
@@ -136,19 +137,20 @@ def foresee_cancel(occurrence: schema.Occurrence, by: str) -> Foreseen:
     )
 
 
-def verify(rl: Runledger, name: str, by: str) -> Outcome:
-    dry_run = rl.definitions.verify(name, by=by)
-    return Outcome(_verified(rl, name, dry_run), "done" if dry_run.passed else "problems")
+def verify(definitions: Definitions, name: str, by: str) -> Outcome:
+    dry_run = definitions.verify(name, by=by)
+    said = _verified(definitions, name, dry_run)
+    return Outcome(said, "done" if dry_run.passed else "problems")
 
 
-def _verified(rl: Runledger, name: str, dry_run: DryRun) -> str:
+def _verified(definitions: Definitions, name: str, dry_run: DryRun) -> str:
     said = f"Dry run {dry_run.number} by {dry_run.by} at {when(dry_run.at)}"
     if dry_run.passed:
         return (
             f"{said} passed: fingerprint {dry_run.fingerprint[:SHORT]}. Publishing this draft "
             f"now stamps the version verified by {dry_run.by}."
         )
-    problems = placed(list(dry_run.problems), rl.definitions.get(name).draft)
+    problems = placed(list(dry_run.problems), definitions.get(name).draft)
     named = [
         (f"step {p.step}: " if p.step else "") + safe_text(p.said, 200)
         for p in problems[:SHOWN_PROBLEMS]
@@ -160,13 +162,13 @@ def _verified(rl: Runledger, name: str, dry_run: DryRun) -> str:
     )
 
 
-def publish(rl: Runledger, name: str, by: str) -> Outcome:
-    publication = rl.definitions.publish(name, by=by)
+def publish(definitions: Definitions, name: str, by: str) -> Outcome:
+    publication = definitions.publish(name, by=by)
     return Outcome(answer.published(name, publication).message)
 
 
-def schedule(rl: Runledger, name: str, by: str, at: datetime) -> Outcome:
-    made = rl.occurrences.schedule(name, at, by=by)
+def schedule(occurrences: Occurrences, name: str, by: str, at: datetime) -> Outcome:
+    made = occurrences.schedule(name, at, by=by)
     return Outcome(
         f"Scheduled '{name}' at {when(made.due_at)} by {by}: occurrence "
         f"{str(made.id).split('-')[0]}, pinned to version {made.pinned_version} "
@@ -174,8 +176,8 @@ def schedule(rl: Runledger, name: str, by: str, at: datetime) -> Outcome:
     )
 
 
-def cancel(rl: Runledger, occurrence_id: UUID, by: str) -> Outcome:
-    made = rl.occurrences.cancel(occurrence_id, by=by)
+def cancel(occurrences: Occurrences, occurrence_id: UUID, by: str) -> Outcome:
+    made = occurrences.cancel(occurrence_id, by=by)
     return Outcome(
         f"Cancelled by {by}: the occurrence of '{made.definition}' due at {when(made.due_at)} "
         "will not start."

@@ -8,16 +8,19 @@ import difflib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
+from fastapi import Depends
 from markupsafe import Markup
 
+from runledger.application.deps import DefinitionsDep, Now, OccurrencesDep
 from runledger.application.errors import NotFound
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
-from runledger.application.runledger import Runledger
-from runledger.application.services.occurrences import MAX_LISTED
+from runledger.application.services.definitions import Definitions
+from runledger.application.services.occurrences import MAX_LISTED, Occurrences
 from runledger.domain.definition import Definition
 from runledger.domain.text import safe_text
 
@@ -171,25 +174,42 @@ class Shown:
         return self.detail.name
 
 
-def found(rl: Runledger, key: str) -> Definition:
+@dataclass(frozen=True, kw_only=True)
+class Catalogue:
+    """What a definition's page reads and its acts use: the definitions, their occurrences, and
+    the request's moment (where the schedule form's time picker starts)."""
+
+    definitions: Definitions
+    occurrences: Occurrences
+    now: datetime
+
+
+def _catalogue(definitions: DefinitionsDep, occurrences: OccurrencesDep, now: Now) -> Catalogue:
+    return Catalogue(definitions=definitions, occurrences=occurrences, now=now)
+
+
+CatalogueDep = Annotated[Catalogue, Depends(_catalogue)]
+
+
+def found(definitions: Definitions, key: str) -> Definition:
     """A definition by its name, or else by its id."""
     try:
-        return rl.definitions.get(key)
+        return definitions.get(key)
     except NotFound:
         try:
             definition_id = UUID(key)
         except ValueError:
             raise NotFound(f"no definition named {safe_text(key, 80)}") from None
-        return rl.definitions.get(rl.definitions.row(definition_id).name)
+        return definitions.get(definitions.row(definition_id).name)
 
 
-def shown(rl: Runledger, definition: Definition) -> Shown:
+def shown(occurrences: Occurrences, definition: Definition) -> Shown:
     detail = answer.detail(definition)
     latest = definition.latest
     version = None if latest is None else answer.version_detail(latest)
     specs = {v.fingerprint: v.spec for v in definition.versions}
     specs[definition.fingerprint] = definition.draft
-    occurrences = [answer.occurrence(r) for r in rl.occurrences.listing(definition.name)]
+    listed = [answer.occurrence(r) for r in occurrences.listing(definition.name)]
     return Shown(
         detail=detail,
         latest=version,
@@ -200,28 +220,28 @@ def shown(rl: Runledger, definition: Definition) -> Shown:
             (d, placed(d.problems, specs.get(d.fingerprint)))
             for d in detail.dry_runs[::-1][:MAX_ROWS]
         ],
-        occurrences=occurrences,
-        waiting=waiting(rl, definition.name),
+        occurrences=listed,
+        waiting=waiting(occurrences, definition.name),
     )
 
 
-def waiting(rl: Runledger, name: str) -> int:
-    return len(rl.occurrences.listing(name, "scheduled", MAX_LISTED))
+def waiting(occurrences: Occurrences, name: str) -> int:
+    return len(occurrences.listing(name, "scheduled", MAX_LISTED))
 
 
 def next_occurrences(
-    rl: Runledger, summaries: list[schema.DefinitionSummary]
+    occurrences: Occurrences, summaries: list[schema.DefinitionSummary]
 ) -> dict[str, schema.Occurrence]:
     """Each definition's next scheduled occurrence, by name: one read of every scheduled one in
     due order, and one more per definition only when that read was cut at its limit."""
-    scheduled = rl.occurrences.listing(None, "scheduled", MAX_LISTED)
+    scheduled = occurrences.listing(None, "scheduled", MAX_LISTED)
     found: dict[str, schema.Occurrence] = {}
     for row in scheduled:
         found.setdefault(row.definition, answer.occurrence(row))
     if len(scheduled) == MAX_LISTED:
         for summary in summaries:
             if summary.name not in found:
-                first = rl.occurrences.listing(summary.name, "scheduled", 1)
+                first = occurrences.listing(summary.name, "scheduled", 1)
                 if first:
                     found[summary.name] = answer.occurrence(first[0])
     return found

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl
+from runledger.application.deps import DefinitionsDep
 from runledger.application.errors import BadRequest
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor
@@ -28,9 +28,11 @@ Revision = Annotated[int, Form(ge=1)]
 
 
 @router.get("/definitions/{name}/draft", response_class=HTMLResponse)
-def draft_page(request: Request, rl: Rl, actor: Reader, name: Name) -> HTMLResponse:
+def draft_page(
+    request: Request, definitions: DefinitionsDep, actor: Reader, name: Name
+) -> HTMLResponse:
     operator(actor)
-    definition = found(rl, name)
+    definition = found(definitions, name)
     return editor(request, actor, definition, canonical(definition.draft))
 
 
@@ -57,18 +59,18 @@ def editor(
 @router.post("/definitions/{name}/draft", response_model=None)
 def save_draft(
     request: Request,
-    rl: Rl,
+    definitions: DefinitionsDep,
     actor: Acting,
     name: Name,
     spec: Spec,
     revision: Revision,
 ) -> Response:
-    definition = found(rl, name)
+    definition = found(definitions, name)
     try:
-        current = rl.definitions.get(definition.name)
+        current = definitions.get(definition.name)
         if current.revision != revision:
             return editor(request, actor, current, spec, _moved(current, revision), 409)
-        edited, changed = rl.definitions.edit(definition.name, spec, by=actor.name)
+        edited, changed = definitions.edit(definition.name, spec, by=actor.name)
     except (BadRequest, DomainError) as error:
         return editor(request, actor, definition, spec, str(error), 422)
     if changed:

@@ -9,9 +9,9 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from runledger.application.deps import Rl
-from runledger.application.reading import answers as reading
+from runledger.application.deps import AnswersDep, HistoryDep
 from runledger.application.reading.schemas.common import MAX_INT
+from runledger.application.reading.shapes import stepping
 from runledger.application.web.render import page
 from runledger.application.web.routes.acts import outcome_of
 from runledger.application.web.session import Reader
@@ -38,14 +38,15 @@ def structured(value: Any) -> bool:
 @router.get("/entries/{entry_id}", response_class=HTMLResponse)
 def entry_page(
     request: Request,
-    rl: Rl,
+    answers: AnswersDep,
+    history_: HistoryDep,
     actor: Reader,
     entry_id: UUID,
     upto: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
 ) -> HTMLResponse:
-    entry = reading.known_entry(rl, entry_id)
-    history = reading.stepping(rl.history.step(entry_id, upto))
-    run = reading.known_run(rl, entry.run_id)
+    entry = answers.known_entry(entry_id)
+    history = stepping(history_.step(entry_id, upto))
+    run = answers.known_run(entry.run_id)
     return page(
         request,
         "entry.html",

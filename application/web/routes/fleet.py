@@ -5,8 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from runledger.application.deps import Rl
-from runledger.application.reading import answers as reading
+from runledger.application.deps import FleetAnswersDep, Now, SettingsDep
 from runledger.application.web.render import page
 from runledger.application.web.session import Reader
 from runledger.application.words import MODULE, RUNNER
@@ -15,8 +14,8 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/modules", response_class=HTMLResponse)
-def modules_page(request: Request, rl: Rl, actor: Reader) -> HTMLResponse:
-    found = reading.modules(rl)
+def modules_page(request: Request, answers: FleetAnswersDep, actor: Reader) -> HTMLResponse:
+    found = answers.modules()
     failed = sum(m.status != "loaded" for m in found)
     return page(
         request,
@@ -29,10 +28,12 @@ def modules_page(request: Request, rl: Rl, actor: Reader) -> HTMLResponse:
 
 
 @router.get("/runners", response_class=HTMLResponse)
-def runners_page(request: Request, rl: Rl, actor: Reader) -> HTMLResponse:
+def runners_page(
+    request: Request, answers: FleetAnswersDep, settings: SettingsDep, now: Now, actor: Reader
+) -> HTMLResponse:
     order = list(RUNNER)
     found = sorted(  # newest first within each state, as the fleet lists them
-        reading.runners(rl), key=lambda r: order.index(r.state) if r.state in order else len(order)
+        answers.runners(), key=lambda r: order.index(r.state) if r.state in order else len(order)
     )
     return page(
         request,
@@ -40,8 +41,8 @@ def runners_page(request: Request, rl: Rl, actor: Reader) -> HTMLResponse:
         actor,
         runners=found,
         live=sum(r.state == "live" for r in found),
-        gone_after_s=rl.settings.runner_gone_s,
-        now=rl.clock(),
+        gone_after_s=settings.runner_gone_s,
+        now=now,
         RUNNER=RUNNER,
     )
 

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl
+from runledger.application.deps import DefinitionsDep
 from runledger.application.errors import BadRequest, Conflict
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.services.tokens import Actor
@@ -37,7 +37,7 @@ def new_definition_page(request: Request, actor: Reader) -> HTMLResponse:
 @router.post(PATH, response_model=None)
 def create_definition(
     request: Request,
-    rl: Rl,
+    definitions: DefinitionsDep,
     actor: Acting,
     name: Name = "",
     spec: Spec = "",
@@ -45,7 +45,7 @@ def create_definition(
 ) -> Response:
     try:
         text = _chosen(spec, file)
-        created = rl.definitions.create(name, text, by=actor.name)
+        created = definitions.create(name, text, by=actor.name)
     except Conflict as error:
         return form(request, actor, name, spec, str(error), 409)
     except (BadRequest, DomainError) as error:

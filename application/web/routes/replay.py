@@ -12,9 +12,9 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from runledger.application.deps import Rl
+from runledger.application.deps import HistoryDep
 from runledger.application.errors import BadQuery
-from runledger.application.reading import answers as reading
+from runledger.application.reading import shapes
 from runledger.application.reading.schemas import history
 from runledger.application.web import words
 from runledger.application.web.render import choice, page
@@ -34,14 +34,14 @@ class Group:
 @router.get("/runs/{run_id}/replay", response_class=HTMLResponse)
 def replay_page(
     request: Request,
-    rl: Rl,
+    history_: HistoryDep,
     actor: Reader,
     run_id: UUID,
     as_of: Annotated[str, Query(max_length=40)] = "",
     event: Annotated[int | None, Query(ge=0, le=100_000_000)] = None,
     show: Annotated[str, Query(max_length=10)] = "",
 ) -> HTMLResponse:
-    everything = reading.replay(rl.history.replay(run_id))
+    everything = shapes.replay(history_.replay(run_id))
     times = sorted({line.at for line in everything.lines})
     chosen = _chosen(choice("show", show, Show), _moment(as_of), event, times)
     began = times[0]
@@ -50,7 +50,7 @@ def replay_page(
     elif chosen < began:
         then = None
     else:
-        then = reading.replay(rl.history.replay(run_id, chosen))
+        then = shapes.replay(history_.replay(run_id, chosen))
     return page(
         request,
         "replay_then.html" if request.headers.get("HX-Request") == "true" else "replay.html",

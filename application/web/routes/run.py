@@ -9,9 +9,9 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from runledger.application.deps import Rl
-from runledger.application.reading import answers as reading
+from runledger.application.deps import AnswersDep
 from runledger.application.reading.schemas.common import MAX_INT
+from runledger.application.reading.shapes import run_summary
 from runledger.application.web.render import page
 from runledger.application.web.routes import run_actions, run_view
 from runledger.application.web.routes.acts import outcome_of
@@ -23,21 +23,21 @@ router.include_router(run_actions.router)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, rl: Rl, actor: Reader, run_id: UUID) -> HTMLResponse:
-    shown = live(rl, run_id, actor)
+def run_page(request: Request, answers: AnswersDep, actor: Reader, run_id: UUID) -> HTMLResponse:
+    shown = live(answers, run_id, actor)
     return page(request, "run.html", actor, outcome=outcome_of(request, run_id), **shown)
 
 
 @router.get("/runs/{run_id}/live", response_model=None)
 def run_live(
     request: Request,
-    rl: Rl,
+    answers: AnswersDep,
     actor: Reader,
     run_id: UUID,
     seen: Annotated[str, Query(max_length=64)] = "",
 ) -> Response:
     """The run's live parts for the page's poll; 204 when nothing changed since ``seen``."""
-    shown = live(rl, run_id, actor)
+    shown = live(answers, run_id, actor)
     if seen and seen == shown["seen"]:
         return Response(status_code=204)
     return page(request, "run_polled.html", actor, **shown)
@@ -46,13 +46,13 @@ def run_live(
 @router.get("/runs/{run_id}/log", response_class=HTMLResponse)
 def run_log(
     request: Request,
-    rl: Rl,
+    answers: AnswersDep,
     actor: Reader,
     run_id: UUID,
     before: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
 ) -> HTMLResponse:
-    run = reading.run_summary(reading.known_run(rl, run_id))
-    log = reading.log_page(rl, run_id, run_view.TAIL, before)
+    run = run_summary(answers.known_run(run_id))
+    log = answers.log_page(run_id, run_view.TAIL, before)
     return page(
         request,
         "run_log.html",

@@ -13,7 +13,7 @@ from uuid import UUID
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl
+from runledger.application.deps import AnswersDep, HoldsDep, LedgerDep
 from runledger.application.errors import BadRequest
 from runledger.application.services.tokens import Actor
 from runledger.application.web.render import page
@@ -21,6 +21,8 @@ from runledger.application.web.routes.acts import (
     LABELS,
     Action,
     Before,
+    Doing,
+    DoingDep,
     Outcome,
     foresee,
     keep_outcome,
@@ -43,12 +45,20 @@ def is_htmx(request: Request) -> bool:
 
 
 @router.get("/runs/{run_id}/confirm/{action}", response_class=HTMLResponse)
-def confirm(request: Request, rl: Rl, actor: Reader, run_id: UUID, action: Action) -> HTMLResponse:
+def confirm(
+    request: Request,
+    answers: AnswersDep,
+    ledger: LedgerDep,
+    holds: HoldsDep,
+    actor: Reader,
+    run_id: UUID,
+    action: Action,
+) -> HTMLResponse:
     if not may(actor.role, "operator"):
         raise Refused(
             403, f"{actor.name} signed in as {a_role(actor.role)}: only operators act on runs."
         )
-    return confirmation(request, actor, Before.read(rl, run_id), action)
+    return confirmation(request, actor, Before.read(answers, ledger, holds, run_id), action)
 
 
 def confirmation(
@@ -81,27 +91,26 @@ def confirmation(
 @router.post("/runs/{run_id}/confirm/{action}", response_model=None)
 def act(
     request: Request,
-    rl: Rl,
+    doing: DoingDep,
     actor: Acting,
     run_id: UUID,
     action: Action,
     reason: Reason = "",
 ) -> Response:
     try:
-        said = perform(rl, action, run_id, actor.name, reason)
+        said = perform(doing, action, run_id, actor.name, reason)
     except (DomainError, BadRequest) as error:
-        return refusal(request, rl, actor, run_id, action, error, reason)
+        return refusal(request, doing, actor, run_id, action, error, reason)
     if is_htmx(request):
-        return page(
-            request, "run_acted.html", actor, outcome=Outcome(said), **live(rl, run_id, actor)
-        )
+        shown = live(doing.answers, run_id, actor)
+        return page(request, "run_acted.html", actor, outcome=Outcome(said), **shown)
     keep_outcome(request, run_id, said)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
 def refusal(
     request: Request,
-    rl: Rl,
+    doing: Doing,
     actor: Actor,
     run_id: UUID,
     action: str,
@@ -112,9 +121,10 @@ def refusal(
     was typed), else on the run page."""
     said = safe_text(str(error), 1_000)
     if isinstance(error, UnsafeValue) and error.where == "reason":
-        return confirmation(request, actor, Before.read(rl, run_id), action, 422, said, reason)
+        return confirmation(request, actor, doing.before(run_id), action, 422, said, reason)
     outcome = Outcome(f"Refused, nothing was changed: {said}", refused=True)
     template, code = (
         ("run_acted.html", 200) if is_htmx(request) else ("run.html", refusal_code(error))
     )
-    return page(request, template, actor, code, outcome=outcome, **live(rl, run_id, actor))
+    shown = live(doing.answers, run_id, actor)
+    return page(request, template, actor, code, outcome=outcome, **shown)

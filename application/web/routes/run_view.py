@@ -9,9 +9,8 @@ from typing import Any
 from uuid import UUID
 
 from runledger.application.plain import value_said
-from runledger.application.reading import answers as reading
+from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.runs import LogLine
-from runledger.application.runledger import Runledger
 from runledger.application.services.tokens import Actor
 from runledger.application.web.routes.acts import LABELS, offered
 from runledger.application.web.words import state_order
@@ -25,11 +24,11 @@ FOLDED = 25
 """A settled group (given back, expired, kept …) with more entries than this starts folded."""
 
 
-def live(rl: Runledger, run_id: UUID, actor: Actor) -> dict[str, Any]:
+def live(answers: Answers, run_id: UUID, actor: Actor) -> dict[str, Any]:
     """What the run's live parts show, and a fingerprint of it: a poll that has seen the same
     is answered 204, so the page changes (and a folded group stays as it was) only on news."""
-    detail = reading.run_detail(rl, run_id)
-    log = reading.log_page(rl, run_id, TAIL, None)
+    detail = answers.run_detail(run_id)
+    log = answers.log_page(run_id, TAIL, None)
     seen = hashlib.sha256(
         f"{actor.role}|{detail.model_dump_json()}|{log.model_dump_json()}".encode()
     ).hexdigest()[:20]

@@ -7,8 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from runledger.application.deps import Rl
-from runledger.application.reading import answers as reading
+from runledger.application.deps import AnswersDep
 from runledger.application.reading.schemas.common import StoredText
 from runledger.application.web.render import choice, page
 from runledger.application.web.session import Reader
@@ -28,7 +27,7 @@ def home() -> RedirectResponse:
 @router.get("/runs", response_class=HTMLResponse)
 def runs_page(
     request: Request,
-    rl: Rl,
+    answers: AnswersDep,
     actor: Reader,
     status: Annotated[str, Query(max_length=40)] = "",
     cleanup_status: Annotated[str, Query(max_length=40)] = "",
@@ -40,8 +39,8 @@ def runs_page(
         choice("cleanup_status", cleanup_status, CleanupFilter),
         name or None,
     )
-    found = reading.run_page(rl, where, PAGE, cursor)
-    counts = rl.pages.run_counts(rl.clock(), rl.settings.max_revert_attempts)
+    found = answers.run_page(where, PAGE, cursor)
+    counts = answers.pages.run_counts(answers.clock(), answers.max_attempts)
     return page(
         request,
         "runs_table.html" if request.headers.get("HX-Request") == "true" else "runs.html",

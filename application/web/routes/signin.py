@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Rl
+from runledger.application.deps import Now, TokensDep
 from runledger.application.web.render import page
 from runledger.application.web.session import check_form_token, sign_in, sign_out
 
@@ -29,10 +29,15 @@ def sign_in_page(request: Request, next: str = "/runs", why: str = "") -> HTMLRe
 
 @router.post("/signin", response_model=None)
 def sign_in_with_token(
-    request: Request, rl: Rl, token: Text = "", csrf: Text = "", next: Text = "/runs"
+    request: Request,
+    issuer: TokensDep,
+    now: Now,
+    token: Text = "",
+    csrf: Text = "",
+    next: Text = "/runs",
 ) -> Response:
     check_form_token(request, csrf)
-    actor = rl.tokens.identify(token.strip())
+    actor = issuer.identify(token.strip())
     if actor is None:
         return page(
             request,
@@ -44,7 +49,7 @@ def sign_in_with_token(
             refused="token: that is not a live runledger token (runledger token create NAME "
             "--role R prints one).",
         )
-    sign_in(request, actor, rl.clock())
+    sign_in(request, actor, now)
     return RedirectResponse(_safe_next(next), status_code=303)
 
 
