@@ -79,7 +79,46 @@ def verification(draft: str, revision: int, passing: DryRun | None) -> Stamp | N
     return Stamp(passing.by, passing.at)
 
 
-class Definition(Aggregate):
+class DefinitionView:
+    """The read side of ``Definition``: a view of what its events recorded."""
+
+    fingerprint: str
+    revision: int
+    passing: DryRun | None
+    versions: list[Version]
+
+    @property
+    def verified(self) -> Stamp | None:
+        """The stamp the draft would be published with now."""
+        return verification(self.fingerprint, self.revision, self.passing)
+
+    @property
+    def latest(self) -> Version | None:
+        return self.versions[-1] if self.versions else None
+
+    def frozen(self, number: int) -> Version | None:
+        return self.versions[number - 1] if 1 <= number <= len(self.versions) else None
+
+
+def require_unchanged(definition: Definition, checked: str) -> None:
+    """A dry run vouches only for the draft it checked: refuse it once the draft was edited."""
+    if checked != definition.fingerprint:
+        raise DraftChanged(
+            f"the draft of {definition.name} was edited while it was being verified; verify again"
+        )
+
+
+def require_published(definition: Definition) -> Version:
+    """The version an occurrence is pinned to: the latest, so there must be one."""
+    latest = definition.latest
+    if latest is None:
+        raise NothingPublished(
+            f"{definition.name} has no published version to schedule; publish it first"
+        )
+    return latest
+
+
+class Definition(DefinitionView, Aggregate):
     """One definition, by its unique name: the draft authors edit, the dry runs recorded on it,
     and the versions published from it. A version never changes once published."""
 
@@ -155,18 +194,6 @@ class Definition(Aggregate):
         self.versions: list[Version] = []
         self.scheduled = 0
 
-    @property
-    def verified(self) -> Stamp | None:
-        """The stamp the draft would be published with now."""
-        return verification(self.fingerprint, self.revision, self.passing)
-
-    @property
-    def latest(self) -> Version | None:
-        return self.versions[-1] if self.versions else None
-
-    def frozen(self, number: int) -> Version | None:
-        return self.versions[number - 1] if 1 <= number <= len(self.versions) else None
-
     def edit(self, spec: dict[str, Any], by: str, at: datetime) -> bool:
         """Replace the draft; answers False (and records nothing) when the spec is the same."""
         changed = fingerprint(spec)
@@ -177,10 +204,7 @@ class Definition(Aggregate):
 
     def record_dry_run(self, checked: str, problems: list[str], by: str, at: datetime) -> DryRun:
         """Record a dry run of the draft whose fingerprint was ``checked``."""
-        if checked != self.fingerprint:
-            raise DraftChanged(
-                f"the draft of {self.name} was edited while it was being verified; verify again"
-            )
+        require_unchanged(self, checked)
         self._dry_run_recorded(
             revision=self.revision, fingerprint=checked, problems=problems, by=by, at=at
         )
@@ -204,11 +228,7 @@ class Definition(Aggregate):
         self, occurrence_id: UUID, due_at: datetime, by: str, at: datetime
     ) -> Version:
         """Record an occurrence scheduled; answers the version it is pinned to (the latest)."""
-        latest = self.latest
-        if latest is None:
-            raise NothingPublished(
-                f"{self.name} has no published version to schedule; publish it first"
-            )
+        latest = require_published(self)
         self._scheduled(occurrence_id=occurrence_id, due_at=due_at, by=by, at=at)
         return latest
 

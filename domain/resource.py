@@ -6,13 +6,9 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from runledger.domain.errors import (
-    AlreadyResolved,
-    NotAPlaceholder,
-    NotClaimable,
-    NotClaimHolder,
-)
-from runledger.domain.fate import Fate, State
+from runledger.domain import entry_guards as guards
+from runledger.domain.entry_view import EntryView
+from runledger.domain.fate import Fate
 from runledger.domain.ids import natural_id
 
 PLACEHOLDER_KIND = "@step"
@@ -23,7 +19,7 @@ MAX_REF = 190
 FailureMode = Literal["retry", "terminal"]
 
 
-class Resource(Aggregate):
+class Resource(EntryView, Aggregate):
     """One ledger entry: something a run created or changed in the world, and its fate."""
 
     class Recorded(Aggregate.Created):
@@ -159,75 +155,23 @@ class Resource(Aggregate):
     def is_lease(self) -> bool:
         return self.kind == LEASE_KIND
 
-    # The fate's fields, read where callers have always read them; only an event changes them.
-    @property
-    def state(self) -> State:
-        return self.fate.state
-
-    @property
-    def attempts(self) -> int:
-        return self.fate.attempts
-
-    @property
-    def terminal(self) -> bool:
-        return self.fate.terminal
-
-    @property
-    def claim_worker(self) -> str | None:
-        return self.fate.claim_worker
-
-    @property
-    def claim_expires_at(self) -> datetime | None:
-        return self.fate.claim_expires_at
-
-    @property
-    def next_attempt_at(self) -> datetime | None:
-        return self.fate.next_attempt_at
-
-    @property
-    def last_error(self) -> str | None:
-        return self.fate.last_error
-
-    @property
-    def drift_current(self) -> Any:
-        return self.fate.drift_current
-
-    @property
-    def unresolved(self) -> bool:
-        return self.fate.unresolved
-
-    def under_live_claim(self, now: datetime) -> bool:
-        return self.fate.under_live_claim(now)
-
-    def retryable(self, now: datetime, max_attempts: int) -> bool:
-        return self.fate.retryable(now, max_attempts)
-
-    def still_open(self, now: datetime, max_attempts: int) -> bool:
-        return self.fate.still_open(now, max_attempts)
-
     def supersede(self, at: datetime) -> None:
-        if not self.is_placeholder or not self.unresolved:
-            raise NotAPlaceholder(f"{self.kind}:{self.ref} is {self.state}, not a placeholder")
+        guards.require_open_placeholder(self)
         self.trigger_event(self.Superseded, at=at)
 
     def claim_revert(
         self, worker: str, at: datetime, expires_at: datetime, max_attempts: int
     ) -> None:
-        if not self.retryable(at, max_attempts):
-            why = self.fate.why_not_retryable(at, max_attempts)
-            raise NotClaimable(f"{self.kind}:{self.ref} {why}")
+        guards.require_retryable(self, at, max_attempts)
+        attempt = self.attempts + 1
         self.trigger_event(
-            self.RevertClaimed,
-            attempt=self.attempts + 1,
-            worker=worker,
-            expires_at=expires_at,
-            at=at,
+            self.RevertClaimed, attempt=attempt, worker=worker, expires_at=expires_at, at=at
         )
 
     def mark_reverted(
         self, worker: str, attempt: int, at: datetime, note: str | None = None
     ) -> None:
-        self._guard_claim(worker, attempt)
+        guards.require_holder(self, worker, attempt)
         self.trigger_event(self.Reverted, attempt=attempt, at=at, note=note)
 
     def fail_revert(
@@ -241,56 +185,32 @@ class Resource(Aggregate):
     ) -> None:
         """A failed attempt; ``next_attempt_at`` is when a retry may start (never for a
         terminal failure, which waits for a person)."""
-        self._guard_claim(worker, attempt)
+        guards.require_holder(self, worker, attempt)
+        after = None if mode == "terminal" else next_attempt_at
         self.trigger_event(
-            self.RevertFailed,
-            attempt=attempt,
-            mode=mode,
-            error=error,
-            at=at,
-            next_attempt_at=None if mode == "terminal" else next_attempt_at,
+            self.RevertFailed, attempt=attempt, mode=mode, error=error, at=at, next_attempt_at=after
         )
 
     def mark_drifted(
         self, worker: str, attempt: int, current: Any, error: str, at: datetime
     ) -> None:
-        self._guard_claim(worker, attempt)
+        guards.require_holder(self, worker, attempt)
         self.trigger_event(self.Drifted, attempt=attempt, current=current, error=error, at=at)
 
     def orphan(self, reason: str, at: datetime) -> None:
-        self._guard_named_and_unresolved()
+        guards.require_named_and_unresolved(self)
         self.trigger_event(self.Orphaned, reason=reason, at=at)
 
     def expire(self, reason: str, at: datetime) -> None:
-        self._guard_named_and_unresolved()
+        guards.require_named_and_unresolved(self)
         self.trigger_event(self.Expired, reason=reason, at=at)
 
     def reset_attempts(self, by: str, at: datetime) -> None:
-        self._guard_unresolved()
+        guards.require_unresolved(self)
         self.trigger_event(self.AttemptsReset, by=by, at=at)
 
     def keep(self, by: str, at: datetime, reason: str | None = None) -> None:
-        """A person leaves it in the world as it is. Not while a worker's call is out on it:
-        that call's verdict says what the world now holds."""
-        self._guard_unresolved()
-        if self.under_live_claim(at):
-            raise NotClaimable(
-                f"{self.kind}:{self.ref} is being given back by {self.claim_worker} until "
-                f"{self.claim_expires_at}; keep it once that attempt has answered"
-            )
+        """A person leaves it in the world as it is."""
+        guards.require_unresolved(self)
+        guards.require_no_call_out(self, at)
         self.trigger_event(self.Kept, by=by, at=at, reason=reason)
-
-    def _guard_claim(self, worker: str, attempt: int) -> None:
-        if self.claim_worker != worker or self.attempts != attempt or not self.unresolved:
-            raise NotClaimHolder(
-                f"{self.kind}:{self.ref}: {worker} does not hold attempt {attempt}"
-            )
-
-    def _guard_unresolved(self) -> None:
-        if not self.unresolved:
-            raise AlreadyResolved(f"{self.kind}:{self.ref} is already {self.state}")
-
-    def _guard_named_and_unresolved(self) -> None:
-        self._guard_unresolved()
-        if self.is_placeholder:
-            raise NotAPlaceholder(f"{self.ref} is a placeholder, not a named resource")

@@ -6,9 +6,9 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from runledger.domain import turns
-from runledger.domain.errors import DomainError
+from runledger.domain import step_guards as guards
 from runledger.domain.ids import natural_id
+from runledger.domain.step_view import StepView
 
 MAX_STEP_ATTEMPTS = 3
 StepState = Literal["waiting", "done", "gave_up"]
@@ -25,11 +25,7 @@ def step_of_key(idempotency_key: str) -> str:
     return idempotency_key.partition(":")[2]
 
 
-class NotDispatchable(DomainError):
-    """The step cannot be dispatched now."""
-
-
-class Step(Aggregate):
+class Step(StepView, Aggregate):
     """One action call inside a phase. Its idempotency key is the same on every attempt."""
 
     class Planned(Aggregate.Created):
@@ -89,17 +85,6 @@ class Step(Aggregate):
         self.done_at: datetime | None = None
         self.next_attempt_at: datetime | None = None
 
-    @property
-    def idempotency_key(self) -> str:
-        return f"{self.run_id}:{self.step_id}"
-
-    def under_live_claim(self, now: datetime) -> bool:
-        return turns.claim_live(self.claim_expires_at, now)
-
-    def due(self, now: datetime) -> bool:
-        """Whether the back-off after its last failure has passed."""
-        return turns.due(self.next_attempt_at, now)
-
     def dispatchable(self, now: datetime) -> bool:
         return (
             self.state == "waiting"
@@ -109,12 +94,11 @@ class Step(Aggregate):
         )
 
     def claim_dispatch(self, worker: str, at: datetime, expires_at: datetime) -> None:
-        if not self.dispatchable(at):
-            raise NotDispatchable(f"step {self.step_id} is {self.state}, attempt {self.attempts}")
+        guards.require_dispatchable(self, at)
         self._claimed(attempt=self.attempts + 1, worker=worker, expires_at=expires_at, at=at)
 
     def succeed(self, worker: str, entries: int, at: datetime) -> None:
-        self._guard_holder(worker)
+        guards.require_holder(self, worker)
         self._succeeded(
             run_id=self.run_id,
             step_id=self.step_id,
@@ -134,7 +118,7 @@ class Step(Aggregate):
     ) -> None:
         """A failed attempt; ``final`` when the module said retrying cannot help, else
         ``next_attempt_at`` is when the next attempt may start."""
-        self._guard_holder(worker)
+        guards.require_holder(self, worker)
         self._failed(
             run_id=self.run_id,
             step_id=self.step_id,
@@ -147,10 +131,7 @@ class Step(Aggregate):
 
     def abandon(self, at: datetime) -> None:
         """Every attempt was claimed and none answered: the step cannot succeed any more."""
-        if self.state != "waiting" or self.attempts < MAX_STEP_ATTEMPTS:
-            raise NotDispatchable(f"step {self.step_id} still has attempts left")
-        if self.under_live_claim(at):
-            raise NotDispatchable(f"step {self.step_id} is still being dispatched")
+        guards.require_spent(self, at, MAX_STEP_ATTEMPTS)
         self._failed(
             run_id=self.run_id,
             step_id=self.step_id,
@@ -158,14 +139,6 @@ class Step(Aggregate):
             error=f"no answer after {self.attempts} attempts",
             at=at,
         )
-
-    @property
-    def gave_up(self) -> bool:
-        return self.state == "gave_up"
-
-    def _guard_holder(self, worker: str) -> None:
-        if self.claim_worker != worker or self.state != "waiting":
-            raise NotDispatchable(f"{worker} does not hold step {self.step_id}")
 
     @event(DispatchClaimed)
     def _claimed(self, attempt: int, worker: str, expires_at: datetime, at: datetime) -> None:
