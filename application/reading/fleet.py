@@ -24,8 +24,10 @@ class FleetAnswers:
     def modules(self) -> list[schema.Module]:
         return [schema.Module.model_validate(m) for m in self.loaded]
 
-    def runners(self) -> list[schema.Runner]:
-        return [schema.Runner.model_validate(r) for r in self.fleet.listing(self.clock())]
+    def runners(self, limit: int = 100) -> list[schema.Runner]:
+        """The ``limit`` runners that started last (at most the fleet's MAX_LISTED)."""
+        found = self.fleet.listing(self.clock(), limit)
+        return [schema.Runner.model_validate(r) for r in found]
 
     def projections(self) -> list[schema.Projection]:
         with contextlib.suppress(ProjectionStuck):  # the trial below says where

@@ -80,7 +80,7 @@ def test_the_w5_walk_by_clicks_verifies_publishes_verified_and_schedules_in_plac
     expect(row.locator('[data-verified="yes"]')).to_have_text("✓ verified")
     expect(row.locator("[data-status]")).to_have_text("… scheduled")
     assert page.evaluate("window.stillHere") is True  # every step swapped in place; no page load
-    [listed] = api.get("/admin/occurrences", "viewer").json()
+    [listed] = api.get("/admin/occurrences", "viewer").json()["items"]
     assert (listed["version"], listed["verified"]["by"]) == (1, "alice")
 
     nav(page, "Definitions")

@@ -136,4 +136,4 @@ def test_a_definition_is_created_from_pasted_json_after_a_refusal_naming_the_fie
     expect(page.locator("[data-outcome]")).to_contain_text("Definition fair created by alice")
     fits(page)
     browsing.shot(page, f"definition-created-{width}")
-    assert [d["name"] for d in api.get("/admin/definitions", "viewer").json()] == ["fair"]
+    assert [d["name"] for d in api.get("/admin/definitions", "viewer").json()["items"]] == ["fair"]

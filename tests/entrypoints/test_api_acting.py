@@ -35,7 +35,7 @@ def two_phases() -> dict[str, Any]:
 
 
 def log_lines(api: Api, run: UUID, kind: str) -> list[dict[str, Any]]:
-    lines: list[dict[str, Any]] = api.get(f"/admin/events/runs/{run}/log").json()["lines"]
+    lines: list[dict[str, Any]] = api.get(f"/admin/events/runs/{run}/log").json()["items"]
     return [line for line in lines if line["kind"] == kind]
 
 

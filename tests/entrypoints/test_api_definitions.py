@@ -85,15 +85,15 @@ def test_an_edit_then_publish_says_unverified_and_repins_the_waiting_occurrence(
     )
     assert "published unverified" in published["message"]
     assert published["repinned"] == [occurrence["occurrence_id"]]
-    again = ok(api.get(f"{DEFS}/fair/occurrences", "viewer"))
+    again = ok(api.get(f"{DEFS}/fair/occurrences", "viewer"))["items"]
     assert [(o["version"], o["verified"]) for o in again] == [(2, None)]
-    versions = ok(api.get(f"{DEFS}/fair/versions", "viewer"))
+    versions = ok(api.get(f"{DEFS}/fair/versions", "viewer"))["items"]
     assert [(v["version"], v["verified"] is not None) for v in versions] == [(1, True), (2, False)]
     first = ok(api.get(f"{DEFS}/fair/versions/1", "viewer"))
     assert first["spec"]["phases"][0]["steps"][0]["params"] == {"count": 2}
     detail = ok(api.get(f"{DEFS}/fair", "viewer"))
     assert [d["passed"] for d in detail["dry_runs"]] == [True]
-    summary = ok(api.get(DEFS, "viewer"))
+    summary = ok(api.get(DEFS, "viewer"))["items"]
     assert [(d["name"], d["versions"], d["draft_verified"]) for d in summary] == [("fair", 2, None)]
 
 
@@ -155,9 +155,9 @@ def test_cancelling_an_occurrence_is_done_once_in_the_token_s_name(api: Api) -> 
     assert (cancelled["state"], cancelled["cancelled_by"]) == ("cancelled", "alice")
     twice = api.post(path, "operator")
     assert twice.status_code == 409 and "was cancelled" in twice.json()["detail"]
-    listed = ok(api.get("/admin/occurrences", "viewer", params={"state": "cancelled"}))
+    listed = ok(api.get("/admin/occurrences", "viewer", params={"state": "cancelled"}))["items"]
     assert [o["occurrence_id"] for o in listed] == [occurrence["occurrence_id"]]
-    assert ok(api.get("/admin/occurrences", "viewer", params={"state": "scheduled"})) == []
+    assert ok(api.get("/admin/occurrences", "viewer", params={"state": "scheduled"}))["items"] == []
     assert (
         SHARD_SPAWN
         in ok(api.get(f"{DEFS}/fair", "viewer"))["draft"]["phases"][0]["steps"][0]["action"]

@@ -52,7 +52,7 @@ def sandboxed(store_url: str, tmp_path: Path) -> Iterator[Api]:
 def test_modules_say_their_status_actions_and_leases(sandboxed: Api) -> None:
     answer = sandboxed.get("/admin/modules", "viewer")
     assert answer.status_code == 200, answer.text
-    [sandbox] = answer.json()
+    [sandbox] = answer.json()["items"]
     assert (sandbox["name"], sandbox["status"], sandbox["reason"]) == ("sandbox", "loaded", None)
     assert sandbox["actions"] == ["sandbox.spawn", "sandbox.zone"]
     assert sandbox["leases"] == ["sandbox.spawn_rate", "sandbox.weather"]
@@ -84,7 +84,7 @@ def test_an_admin_asks_a_module_what_is_still_there_and_is_named_on_what_it_sett
     groups = sandboxed.run(run)["entries"]
     entries = {e["ref"]: e["state"] for g in groups for e in g["entries"] if e["kind"] != "@step"}
     assert entries == {made[0]: "orphaned", made[1]: "live"}
-    log = sandboxed.get(f"/admin/events/runs/{run}/log", "viewer").json()["lines"]
+    log = sandboxed.get(f"/admin/events/runs/{run}/log", "viewer").json()["items"]
     [orphaned] = [line for line in log if line["kind"] == "resource.orphaned"]
     assert orphaned["detail"]["asked_by"] == PEOPLE["admin"]
 
@@ -101,16 +101,16 @@ def test_asking_a_module_not_loaded_here_is_404_naming_it(sandboxed: Api) -> Non
 
 
 def test_runners_are_listed_from_their_records(api: Api) -> None:
-    assert api.get("/admin/runners", "viewer").json() == []
+    assert api.get("/admin/runners", "viewer").json()["items"] == []
     api.rl.runner("w1").join()
-    [runner] = api.get("/admin/runners", "viewer").json()
+    [runner] = api.get("/admin/runners", "viewer").json()["items"]
     assert (runner["worker"], runner["state"]) == ("w1", "live")
     assert "shard.spawn" in runner["actions"]
 
 
 def test_projections_say_their_position_and_lag(api: Api) -> None:
     api.start(shard_run(1, advance="manual"))
-    found = api.get("/admin/projections", "viewer").json()
+    found = api.get("/admin/projections", "viewer").json()["items"]
     names = [p["name"] for p in found]
     assert "runs" in names and names == sorted(names)
     head = api.rl.app.recorder.max_notification_id()
@@ -131,7 +131,7 @@ def test_an_admin_issues_lists_and_revokes_tokens(api: Api) -> None:
     assert (issued["name"], issued["role"]) == ("bob", "operator")
     bob = bearer(issued["secret"])
     assert api.client.get("/admin/me", headers=bob).json() == {"name": "bob", "role": "operator"}
-    listed = {t["token_id"]: t for t in api.get("/admin/tokens").json()}
+    listed = {t["token_id"]: t for t in api.get("/admin/tokens").json()["items"]}
     assert listed[issued["token_id"]]["issued_by"] == "root"
     assert "secret" not in listed[issued["token_id"]]
     revoked = api.delete(f"/admin/tokens/{issued['token_id']}")

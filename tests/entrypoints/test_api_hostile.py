@@ -75,7 +75,9 @@ def test_no_filter_in_a_query_is_a_server_error(api: Api) -> None:
         "/admin/events/runs?name=%25_%5C",
         "/admin/events/runs?cursor=%00",
         f"/admin/events/runs/{run}/replay?as_of=%00",
-        f"/admin/events/runs/{run}/log?before=99999999999999999999",
+        f"/admin/events/runs/{run}/log?cursor=bG9nfDk5OTk5OTk5OTk5OTk5OTk5OTk5",
+        f"/admin/events/runs/{run}/log?cursor=%00",
+        "/admin/definitions?cursor=%ED%A0%80",
         "/admin/entries/00000000-0000-0000-0000-000000000000/history?upto=99999999999999999999",
     ):
         answers[path] = api.get(path, "viewer").status_code

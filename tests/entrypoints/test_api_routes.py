@@ -124,15 +124,14 @@ def test_the_log_pages_back_from_its_last_lines(api: Api, shard: Shard) -> None:
     run = api.start(shard_run(2))
     tick(api.rl, 2)
     everything = api.get(f"/admin/events/runs/{run}/log", "viewer").json()
-    positions = [line["position"] for line in everything["lines"]]
-    assert everything["total"] == len(positions) >= 4 and everything["earlier"] is None
+    positions = [line["position"] for line in everything["items"]]
+    assert everything["total"] == len(positions) >= 4 and everything["next_cursor"] is None
     last = api.get(f"/admin/events/runs/{run}/log", "viewer", params={"limit": 2}).json()
-    assert [line["position"] for line in last["lines"]] == positions[-2:]
-    assert last["earlier"] == positions[-2]
-    params = {"limit": 2, "before": last["earlier"]}
+    assert [line["position"] for line in last["items"]] == positions[-2:]
+    params = {"limit": 2, "cursor": last["next_cursor"]}
     before = api.get(f"/admin/events/runs/{run}/log", "viewer", params=params).json()
-    assert [line["position"] for line in before["lines"]] == positions[-4:-2]
-    kinds = [line["kind"] for line in everything["lines"]]
+    assert [line["position"] for line in before["items"]] == positions[-4:-2]
+    kinds = [line["kind"] for line in everything["items"]]
     assert kinds[0] == "run.started" and "cleanup.failed" in kinds
 
 

@@ -179,7 +179,7 @@ def test_a_definition_is_created_from_pasted_or_uploaded_json_and_refused_naming
     )
     nothing = console.post("/new-definition", {"csrf": token, "name": "empty", "spec": " "})
     assert nothing.status_code == 422 and "spec: paste the spec" in text_of(nothing.text)
-    names = [d["name"] for d in api.get("/admin/definitions", "viewer").json()]
+    names = [d["name"] for d in api.get("/admin/definitions", "viewer").json()["items"]]
     assert names == ["fair", "uploaded"]
 
 
@@ -189,7 +189,7 @@ def test_viewers_cannot_create_a_definition(console: Console, api: Api) -> None:
     assert "New definition" not in console.get("/definitions").text
     form = {"csrf": console.form_token("/definitions"), "name": "x", "spec": "{}"}
     assert console.post("/new-definition", form).status_code == 403
-    assert api.get("/admin/definitions", "viewer").json() == []
+    assert api.get("/admin/definitions", "viewer").json()["items"] == []
 
 
 def test_the_console_has_a_favicon_served_by_itself(console: Console) -> None:

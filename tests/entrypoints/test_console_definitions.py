@@ -240,11 +240,11 @@ def test_publish_says_whether_it_will_be_verified_and_how_many_occurrences_it_re
         "fair version 2 published verified by rita at 2026-12-02 12:02:00 UTC; "
         "2 scheduled occurrence(s) re-pinned to it"
     )
-    listed = api.get(f"{DEFS}/fair/occurrences", "viewer").json()
+    listed = api.get(f"{DEFS}/fair/occurrences", "viewer").json()["items"]
     assert [(o["occurrence_id"], o["version"], o["verified"]["by"]) for o in listed] == [
         (str(w), 2, "rita") for w in waiting
     ]
-    versions = api.get(f"{DEFS}/fair/versions", "viewer").json()
+    versions = api.get(f"{DEFS}/fair/versions", "viewer").json()["items"]
     assert versions[-1]["published_by"] == "alice"
     page = console.get("/definitions/fair").text
     assert "version 2 ✓ verified by rita" in row(page, "data-occurrence", str(waiting[0]))
@@ -268,7 +268,7 @@ def test_schedule_confirms_the_time_and_pinned_version_then_lists_the_occurrence
     outcome = outcome_after(console, answer)
     assert outcome.startswith("Scheduled 'fair' at 2026-12-24 18:00:00 UTC by alice: occurrence")
     assert outcome.endswith("pinned to version 1 (verified by rita at 2026-12-02 12:00:00 UTC).")
-    [listed] = api.get("/admin/occurrences", "viewer").json()
+    [listed] = api.get("/admin/occurrences", "viewer").json()["items"]
     assert (listed["due_at"], listed["scheduled_by"], listed["version"]) == (
         "2026-12-24T18:00:00Z",
         "alice",
@@ -303,7 +303,7 @@ def test_a_schedule_time_that_is_not_a_time_or_is_past_is_refused_naming_the_fie
     )  # htmx swaps no error answer: the refusal comes as 200, into the confirmation's place
     assert (inline.status_code, inline.headers["HX-Retarget"]) == (200, "#confirm")
     assert "at: 2001-01-01 00:00:00 UTC is in the past" in inline.text
-    assert api.get("/admin/occurrences", "viewer").json() == []
+    assert api.get("/admin/occurrences", "viewer").json()["items"] == []
     api.rl.definitions.create("draft-only", shard_run(), "ann")
     early = console.get("/definitions/draft-only/confirm/schedule?at=2026-12-24T18:00")
     said = text_of(early.text)
@@ -471,7 +471,8 @@ def test_viewers_see_no_buttons_and_every_action_refuses_them(console: Console, 
         assert console.act(path, data, "/definitions").status_code == 403, path
     detail = api.get(f"{DEFS}/fair", "viewer").json()
     assert (len(detail["dry_runs"]), len(detail["versions"]), detail["revision"]) == (1, 1, 1)
-    assert [o["state"] for o in api.get("/admin/occurrences", "viewer").json()] == ["scheduled"]
+    listed = api.get("/admin/occurrences", "viewer").json()["items"]
+    assert [o["state"] for o in listed] == ["scheduled"]
 
 
 def test_a_form_without_its_csrf_token_does_nothing_and_says_why(
@@ -492,7 +493,8 @@ def test_a_form_without_its_csrf_token_does_nothing_and_says_why(
         assert "CSRF token is missing or out of date" in answer.text
     detail = api.get(f"{DEFS}/fair", "viewer").json()
     assert (len(detail["dry_runs"]), len(detail["versions"])) == (1, 1)
-    assert [o["state"] for o in api.get("/admin/occurrences", "viewer").json()] == ["scheduled"]
+    listed = api.get("/admin/occurrences", "viewer").json()["items"]
+    assert [o["state"] for o in listed] == ["scheduled"]
 
 
 def test_an_unknown_definition_or_occurrence_is_a_404_page(console: Console, api: Api) -> None:
@@ -512,7 +514,7 @@ def test_an_unknown_definition_or_occurrence_is_a_404_page(console: Console, api
     assert "no definition named nothing" in text_of(console.get("/definitions/nothing").text)
     posted = console.act("/definitions/nothing/confirm/publish", {}, "/definitions")
     assert posted.status_code == 404
-    assert api.get(DEFS, "viewer").json() == []
+    assert api.get(DEFS, "viewer").json()["items"] == []
 
 
 def test_names_reviewers_and_problems_that_are_markup_are_shown_as_text(

@@ -389,7 +389,7 @@ def test_the_log_shows_its_last_lines_and_pages_back_without_javascript(
     shard.revert_answer = DOWN
     run = api.start(shard_run(2))
     tick(api.rl, 2)
-    everything = api.get(f"/admin/events/runs/{run}/log", "viewer").json()["lines"]
+    everything = api.get(f"/admin/events/runs/{run}/log", "viewer").json()["items"]
     positions = [line["position"] for line in everything]
     assert len(positions) >= 5
     console.sign_in("viewer")

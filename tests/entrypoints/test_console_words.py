@@ -108,7 +108,7 @@ def test_a_runs_log_speaks_words_with_utc_times_and_keeps_its_kinds_in_titles(
     assert "2026-12-02 12:00:00 UTC … run started name: market" in said.replace(" :", ":")
     assert "step done" in said and "run.started" not in said and "step.succeeded" not in said
     assert 'title="run.started" data-kind="run.started"' in page
-    kinds = [line["kind"] for line in api.get(f"/admin/events/runs/{run}/log").json()["lines"]]
+    kinds = [line["kind"] for line in api.get(f"/admin/events/runs/{run}/log").json()["items"]]
     assert kinds == ["run.started", "step.succeeded"]
 
 

@@ -59,7 +59,7 @@ def test_an_operator_keeps_each_drifted_entry_and_the_run_no_longer_needs_a_pers
     assert answer.json()["cleanup_status"] == "complete"
     assert api.run(run)["run"]["cleanup_status"] == "complete"
     assert game.values == {"north": "hail", "east": "sleet"}
-    logged = api.get(f"{runs(run)}/log", "viewer").json()["lines"]
+    logged = api.get(f"{runs(run)}/log", "viewer").json()["items"]
     assert [(x["kind"], x["detail"]) for x in logged if x["kind"] == "cleanup.kept_one"] == [
         ("cleanup.kept_one", {"by": "alice", "reason": WHY, "entry": north.name}),
         ("cleanup.kept_one", {"by": "root", "reason": "ok", "entry": east.name}),

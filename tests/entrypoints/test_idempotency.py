@@ -193,14 +193,14 @@ def test_definitions_and_occurrences_are_made_once_under_a_key(api: Api) -> None
     assert post(api, "/admin/definitions/fair/verify", "v").content == verified.content
     published = post(api, "/admin/definitions/fair/publish", "p")
     assert post(api, "/admin/definitions/fair/publish", "p").content == published.content
-    assert len(api.get("/admin/definitions/fair/versions").json()) == 1
+    assert len(api.get("/admin/definitions/fair/versions").json()["items"]) == 1
     at = {"at": (api.rl.clock().replace(microsecond=0)).isoformat()}
     scheduled = post(api, "/admin/definitions/fair/occurrences", "s", json=at)
     assert scheduled.status_code == 201, scheduled.text
     assert post(api, "/admin/definitions/fair/occurrences", "s", json=at).content == (
         scheduled.content
     )
-    assert len(api.get("/admin/definitions/fair/occurrences").json()) == 1
+    assert len(api.get("/admin/definitions/fair/occurrences").json()["items"]) == 1
 
 
 def test_a_token_is_issued_once_and_its_secret_is_never_kept_to_give_again(api: Api) -> None:
@@ -211,7 +211,7 @@ def test_a_token_is_issued_once_and_its_secret_is_never_kept_to_give_again(api: 
     again = post(api, "/admin/tokens", "t", "admin", json=body)
     assert again.status_code == 409, again.text
     assert f"the secret of token {token} (bob, viewer) is shown once" in again.json()["detail"]
-    assert [t["name"] for t in api.get("/admin/tokens").json()].count("bob") == 1
+    assert [t["name"] for t in api.get("/admin/tokens").json()["items"]].count("bob") == 1
     secret = issued.json()["secret"]
     stored = api.rl.app.recorder.select_notifications(start=1, limit=10_000)
     assert stored and all(secret.encode() not in bytes(n.state) for n in stored), "nowhere kept"

@@ -4,35 +4,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Response
 
 from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
+from runledger.application.api.paging import Cursor, Limit, window
 from runledger.application.api.responses import ACTING, AUTHENTICATED
 from runledger.application.deps import DefinitionsDep, OccurrencesDep
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
 from runledger.application.reading.schemas.common import Problem
-from runledger.application.services.definitions import MAX_LISTED
 from runledger.domain.occurrence import OccurrenceState
 
 UNKNOWN: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "no such definition, version or occurrence"},
 }
 Name = Annotated[str, Path(min_length=1, max_length=64, description="the definition's name")]
-Limit = Annotated[int, Query(ge=1, le=MAX_LISTED)]
 
 router = APIRouter(
     prefix="/admin/definitions", tags=["definitions"], responses=AUTHENTICATED | UNKNOWN | ACTING
 )
 
 
-@router.get("", response_model=list[schema.DefinitionSummary])
+@router.get("", response_model=schema.DefinitionPage)
 def list_definitions(
-    definitions: DefinitionsDep, _: Viewer, limit: Limit = 200
-) -> list[schema.DefinitionSummary]:
+    definitions: DefinitionsDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
+) -> schema.DefinitionPage:
     """Every definition by name: its draft, last dry run, latest version."""
-    return [answer.summary(row) for row in definitions.listing(limit)]
+    at = window("definitions", limit, cursor)
+    return at.page(definitions.listing(at.reach), answer.summary, schema.DefinitionPage)
 
 
 @router.post("", response_model=schema.DefinitionDetail, status_code=201)
@@ -79,11 +79,14 @@ def publish_definition(
     )
 
 
-@router.get("/{name}/versions", response_model=list[schema.VersionSummary])
+@router.get("/{name}/versions", response_model=schema.VersionPage)
 def list_versions(
-    definitions: DefinitionsDep, _: Viewer, name: Name
-) -> list[schema.VersionSummary]:
-    return [answer.version_summary(v) for v in definitions.get(name).versions]
+    definitions: DefinitionsDep, _: Viewer, name: Name, limit: Limit = 200, cursor: Cursor = None
+) -> schema.VersionPage:
+    """The definition's published versions, oldest first."""
+    at = window("versions", limit, cursor)
+    found = definitions.get(name).versions
+    return at.page(found, answer.version_summary, schema.VersionPage)
 
 
 @router.get("/{name}/versions/{version}", response_model=schema.VersionDetail)
@@ -97,16 +100,19 @@ def get_version(
     return answer.version_detail(definitions.version(name, version))
 
 
-@router.get("/{name}/occurrences", response_model=list[schema.Occurrence])
+@router.get("/{name}/occurrences", response_model=schema.OccurrencePage)
 def list_definition_occurrences(
     occurrences: OccurrencesDep,
     _: Viewer,
     name: Name,
     state: OccurrenceState | None = None,
     limit: Limit = 200,
-) -> list[schema.Occurrence]:
+    cursor: Cursor = None,
+) -> schema.OccurrencePage:
     """This definition's occurrences in due order."""
-    return [answer.occurrence(row) for row in occurrences.listing(name, state, limit)]
+    at = window("occurrences", limit, cursor)
+    found = occurrences.listing(name, state, at.reach)
+    return at.page(found, answer.occurrence, schema.OccurrencePage)
 
 
 @router.post("/{name}/occurrences", response_model=schema.Occurrence, status_code=201)

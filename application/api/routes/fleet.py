@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import TypeVar
 from uuid import UUID
 
 from fastapi import APIRouter, Response
 
 from runledger.application.api.deps import Admin, Viewer
 from runledger.application.api.once import Once
+from runledger.application.api.paging import Cursor, Limit, window
 from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 from runledger.application.deps import FleetAnswersDep, ReconcilerDep, TokensDep
 from runledger.application.reading.schemas import fleet, tokens
 
+T = TypeVar("T")
+
 router = APIRouter(prefix="/admin", tags=["fleet"], responses=AUTHENTICATED | ABOUT_ONE | ACTING)
 
 
-@router.get("/modules", response_model=list[fleet.Module])
-def list_modules(answers: FleetAnswersDep, _: Viewer) -> list[fleet.Module]:
+@router.get("/modules", response_model=fleet.ModulePage)
+def list_modules(
+    answers: FleetAnswersDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
+) -> fleet.ModulePage:
     """The modules this process loaded: status, the reason when one failed, actions, leases."""
-    return answers.modules()
+    return window("modules", limit, cursor).page(answers.modules(), _same, fleet.ModulePage)
 
 
 @router.post("/modules/{name}/reconcile", response_model=fleet.Reconciled)
@@ -35,15 +41,22 @@ def reconcile_module(
     )
 
 
-@router.get("/runners", response_model=list[fleet.Runner])
-def list_runners(answers: FleetAnswersDep, _: Viewer) -> list[fleet.Runner]:
+@router.get("/runners", response_model=fleet.RunnerPage)
+def list_runners(
+    answers: FleetAnswersDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
+) -> fleet.RunnerPage:
     """Runners newest first, from their records: live, gone or stopped."""
-    return answers.runners()
+    at = window("runners", limit, cursor)
+    return at.page(answers.runners(at.reach), _same, fleet.RunnerPage)
 
 
-@router.get("/projections", response_model=list[fleet.Projection])
-def list_projections(answers: FleetAnswersDep, _: Viewer) -> list[fleet.Projection]:
-    return answers.projections()
+@router.get("/projections", response_model=fleet.ProjectionPage)
+def list_projections(
+    answers: FleetAnswersDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
+) -> fleet.ProjectionPage:
+    """Each view by name: its position, how far behind the store it is, where it is stuck."""
+    at = window("projections", limit, cursor)
+    return at.page(answers.projections(), _same, fleet.ProjectionPage)
 
 
 @router.get("/me", response_model=tokens.Me)
@@ -52,9 +65,13 @@ def me(actor: Viewer) -> tokens.Me:
     return tokens.Me(name=actor.name, role=actor.role)
 
 
-@router.get("/tokens", response_model=list[tokens.Token])
-def list_tokens(issuer: TokensDep, _: Admin) -> list[tokens.Token]:
-    return [tokens.Token.model_validate(t) for t in issuer.listing()]
+@router.get("/tokens", response_model=tokens.TokenPage)
+def list_tokens(
+    issuer: TokensDep, _: Admin, limit: Limit = 200, cursor: Cursor = None
+) -> tokens.TokenPage:
+    """Every token issued, live or revoked; never a secret."""
+    at = window("tokens", limit, cursor)
+    return at.page(issuer.listing(), tokens.Token.model_validate, tokens.TokenPage)
 
 
 @router.post("/tokens", response_model=tokens.IssuedToken, status_code=201)
@@ -75,3 +92,7 @@ def revoke_token(issuer: TokensDep, actor: Admin, token_id: UUID) -> tokens.Toke
     issuer.revoke(token_id, by=actor.name)
     found = [t for t in issuer.listing() if t.token_id == token_id]
     return tokens.Token.model_validate(found[0])
+
+
+def _same(one: T) -> T:
+    return one

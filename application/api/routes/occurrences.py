@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query, Response
 
 from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
+from runledger.application.api.paging import Cursor, Limit, window
 from runledger.application.api.responses import ACTING, AUTHENTICATED
-from runledger.application.api.routes.definitions import UNKNOWN, Limit
+from runledger.application.api.routes.definitions import UNKNOWN
 from runledger.application.deps import OccurrencesDep
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
@@ -21,16 +22,19 @@ router = APIRouter(
 )
 
 
-@router.get("", response_model=list[schema.Occurrence])
+@router.get("", response_model=schema.OccurrencePage)
 def list_occurrences(
     occurrences: OccurrencesDep,
     _: Viewer,
     definition: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     state: OccurrenceState | None = None,
     limit: Limit = 200,
-) -> list[schema.Occurrence]:
+    cursor: Cursor = None,
+) -> schema.OccurrencePage:
     """Occurrences in due order, of one definition or all."""
-    return [answer.occurrence(row) for row in occurrences.listing(definition, state, limit)]
+    at = window("occurrences", limit, cursor)
+    found = occurrences.listing(definition, state, at.reach)
+    return at.page(found, answer.occurrence, schema.OccurrencePage)
 
 
 @router.get("/{occurrence_id}", response_model=schema.Occurrence)

@@ -10,12 +10,13 @@ from pydantic import AwareDatetime
 
 from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
+from runledger.application.api.paging import Cursor, log_before, log_cursor
 from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 from runledger.application.deps import AnswersDep, CleanupDep, HistoryDep, LedgerDep, RunsDep
 from runledger.application.reading import shapes
 from runledger.application.reading.answers import MAX_PAGE
 from runledger.application.reading.schemas import history, runs
-from runledger.application.reading.schemas.common import MAX_INT, StoredText
+from runledger.application.reading.schemas.common import StoredText
 from runledger.application.reading.schemas.specs import Spec
 from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
@@ -37,7 +38,7 @@ def list_runs(
     ] = None,
     name: Annotated[StoredText | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    cursor: Annotated[str | None, Query(max_length=400)] = None,
+    cursor: Cursor = None,
 ) -> runs.RunPage:
     """Runs newest first; pass `next_cursor` back as `cursor` for the next page."""
     return answers.run_page(RunFilter(status, cleanup_status, name), limit, cursor)
@@ -65,16 +66,19 @@ def get_run(answers: AnswersDep, _: Viewer, run_id: UUID) -> runs.RunDetail:
     return answers.run_detail(run_id)
 
 
-@router.get("/{run_id}/log", response_model=runs.LogPage)
+@router.get("/{run_id}/log", response_model=runs.LogLines)
 def get_log(
     answers: AnswersDep,
     _: Viewer,
     run_id: UUID,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE * 10)] = 200,
-    before: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
-) -> runs.LogPage:
-    """The run's last lines, in store order; `earlier` pages back."""
-    return answers.log_page(run_id, limit, before)
+    cursor: Cursor = None,
+) -> runs.LogLines:
+    """The run's last lines, in store order; `next_cursor` pages back to the lines before."""
+    found = answers.log_page(run_id, limit, log_before(cursor))
+    return runs.LogLines(
+        run_id=run_id, items=found.lines, total=found.total, next_cursor=log_cursor(found.earlier)
+    )
 
 
 @router.post("/{run_id}/advance", response_model=runs.Advanced)

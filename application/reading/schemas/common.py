@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from runledger.domain.values import text_problem
 
@@ -32,6 +32,18 @@ class Ask(BaseModel):
     """A request body: unknown fields are refused, so a misspelt field is an error, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+T = TypeVar("T")
+
+
+class Page(Answer, Generic[T]):
+    """One page of a list, as every list route answers: pass `next_cursor` back as `cursor`."""
+
+    items: list[T]
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null on the last page"
+    )
 
 
 class Problem(Answer):

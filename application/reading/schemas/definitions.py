@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import AliasChoices, AwareDatetime, ConfigDict, Field
 
-from runledger.application.reading.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, Page, StoredText
 from runledger.application.reading.schemas.specs import Spec
 from runledger.domain.occurrence import OccurrenceState
 
@@ -57,6 +57,10 @@ class VersionSummary(Answer):
     verified: Stamp | None = Field(description="null: published unverified")
 
 
+class VersionPage(Page[VersionSummary]):
+    pass
+
+
 class VersionDetail(VersionSummary):
     spec: dict[str, Any] = Field(description="frozen: never changes")
 
@@ -80,6 +84,10 @@ class DefinitionSummary(Answer):
     published_at: datetime | None
     latest_verified: Stamp | None
     scheduled: int = Field(description="occurrences ever scheduled")
+
+
+class DefinitionPage(Page[DefinitionSummary]):
+    pass
 
 
 class DefinitionDetail(Answer):
@@ -150,3 +158,7 @@ class Occurrence(Answer):
     started_at: datetime | None
     cancelled_by: str | None
     cancelled_at: datetime | None
+
+
+class OccurrencePage(Page[Occurrence]):
+    pass

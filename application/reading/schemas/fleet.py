@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from runledger.application.reading.schemas.common import Answer
+from runledger.application.reading.schemas.common import Answer, Page
 
 
 class Module(Answer):
@@ -62,3 +62,15 @@ class Check(Answer):
 class Readiness(Answer):
     ready: bool
     checks: list[Check]
+
+
+class ModulePage(Page[Module]):
+    pass
+
+
+class RunnerPage(Page[Runner]):
+    pass
+
+
+class ProjectionPage(Page[Projection]):
+    pass

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.reading.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, Page, StoredText
 from runledger.application.words import CLEANUP_STATUS_MEANS, RUN, STATE, described
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
@@ -47,11 +47,8 @@ class RunSummary(Answer):
     )
 
 
-class RunPage(Answer):
-    items: list[RunSummary]
-    next_cursor: str | None = Field(
-        description="pass as `cursor` for the next page; null on the last page"
-    )
+class RunPage(Page[RunSummary]):
+    pass
 
 
 class Phase(Answer):
@@ -114,6 +111,14 @@ class LogPage(Answer):
     lines: list[LogLine] = Field(description="in store order")
     total: int
     earlier: int | None = Field(description="pass as `before` for the lines before these")
+
+
+class LogLines(Page[LogLine]):
+    """A page of a run's log as the API answers it: its last lines in store order, then pages
+    back; `next_cursor` reads the lines before these."""
+
+    run_id: UUID
+    total: int = Field(description="how many lines the run's log holds in all")
 
 
 class Held(Answer):

@@ -5,7 +5,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.reading.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, Page, StoredText
 from runledger.domain.token import Role
 
 
@@ -16,6 +16,10 @@ class Token(Answer):
     issued_by: str
     issued_at: datetime
     revoked_at: datetime | None
+
+
+class TokenPage(Page[Token]):
+    pass
 
 
 class NewToken(Ask):
