@@ -25,6 +25,7 @@ from runledger.application.services.running.dispatch import Dispatcher
 from runledger.application.services.running.starts import Starts
 from runledger.application.services.runs import Runs
 from runledger.application.services.serving import ServedElsewhere, served_by
+from runledger.application.services.sessions import Sessions
 from runledger.application.services.sweep.give_back import GiveBack
 from runledger.application.services.tokens import Tokens
 from runledger.application.settings import Settings, store_config
@@ -188,6 +189,7 @@ def _wired(w: _Opened) -> Runledger:
         fleet=fleet,
         pages=pages,
         tokens=Tokens(app=w.app, rows=TokenRows(w.backend, fresh=w.fresh), clock=w.clock),
+        sessions=Sessions(app=w.app, clock=w.clock),
         bulk=Bulk(
             queries=w.queries,
             pages=pages,

@@ -25,6 +25,7 @@ from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.running.runner import Runner
 from runledger.application.services.running.starts import Starts
 from runledger.application.services.runs import Runs
+from runledger.application.services.sessions import Sessions
 from runledger.application.services.sweep.pacing import Wake
 from runledger.application.services.tokens import Tokens
 from runledger.application.settings import Settings
@@ -56,6 +57,7 @@ class Runledger:
     fleet: Fleet
     pages: Pages
     tokens: Tokens
+    sessions: Sessions
     bulk: Bulk
     definitions: Definitions
     occurrences: Occurrences

@@ -1,8 +1,10 @@
 """Who is signed in to the console, and the CSRF token every form carries.
 
-The session is Starlette's signed cookie (HttpOnly, SameSite=Strict): it holds the token's id,
-when the person signed in, and the form token. Every page asks the tokens view again whether the
-token is still live, so revoking a token signs its sessions out on their next page."""
+The cookie is Starlette's signed one (HttpOnly, SameSite=Strict): it holds the id of a session
+kept in the store (domain/session.py) and the form token. Every page reads that session (closed
+by a sign-out, or past its hours, it speaks for no one) and asks the tokens view whether its
+token is still live, so a copied cookie dies with its session and a revoked token signs its
+sessions out on their next page."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from runledger.application.deps import Now, SettingsDep, TokensDep
+from runledger.application.services.sessions import Sessions
 from runledger.application.services.tokens import Actor, Tokens
+from runledger.domain.session import Session
 from runledger.domain.token import a_role, may
 
 COOKIE = "runledger_session"
@@ -67,15 +71,27 @@ def check_form_token(request: Request, sent: object) -> None:
         )
 
 
-def sign_in(request: Request, actor: Actor, now: datetime) -> None:
+def sign_in(request: Request, actor: Actor, sessions: Sessions) -> None:
+    """A new session for this token, replacing (and closing) the one this cookie held."""
+    opened = sessions.open(actor.token_id, replacing=_session_id(request))
     request.session.clear()
-    request.session.update(
-        token=str(actor.token_id), since=now.timestamp(), csrf=secrets.token_urlsafe(24)
-    )
+    request.session.update(session=str(opened), csrf=secrets.token_urlsafe(24))
 
 
-def sign_out(request: Request) -> None:
+def sign_out(request: Request, sessions: Sessions) -> None:
+    """The session closed in the store, so that a copy of the cookie opens nothing."""
+    session_id = _session_id(request)
+    if session_id is not None:
+        sessions.close(session_id)
     request.session.clear()
+
+
+def _session_id(request: Request) -> UUID | None:
+    held = request.session.get("session")
+    try:
+        return UUID(held) if isinstance(held, str) else None
+    except ValueError:
+        return None
 
 
 def _back_to(request: Request) -> str:
@@ -94,38 +110,57 @@ def _page_of(request: Request) -> str:
     return "/runs"
 
 
-def signed_in(request: Request, tokens: Tokens, hours: float, now: datetime) -> Actor:
+def signed_in(
+    request: Request, sessions: Sessions, tokens: Tokens, hours: float, now: datetime
+) -> Actor:
     """The person this session speaks for, or SignInFirst saying why not: a session lasts
-    ``hours`` from its sign-in, as of ``now`` on the store's clock."""
-    session: dict[str, Any] = request.session
-    token, since = session.get("token"), session.get("since")
-    if not isinstance(token, str) or not isinstance(since, float | int):
+    ``hours`` from its sign-in, as of ``now`` on the store's clock, until it is closed."""
+    session_id = _session_id(request)
+    if session_id is None:
         raise SignInFirst(_back_to(request))
-    if now.timestamp() - since > hours * 3600:
-        session.clear()
-        raise SignInFirst(_back_to(request), f"Your session ended after {hours:g} hours.")
-    try:
-        actor = tokens.holder(UUID(token))
-    except ValueError:
-        actor = None
+    session = sessions.get(session_id)
+    why = _ended(session, hours, now)
+    actor = None if session is None or why else tokens.holder(session.token_id)
     if actor is None:
-        session.clear()
-        raise SignInFirst(_back_to(request), "Your token has been revoked.")
+        request.session.clear()
+        raise SignInFirst(_back_to(request), why or "Your token has been revoked.")
     request.state.actor = actor.name
     return actor
 
 
-def reader(request: Request, tokens: TokensDep, settings: SettingsDep, now: Now) -> Actor:
-    return signed_in(request, tokens, settings.session_hours, now)
+def _ended(session: Session | None, hours: float, now: datetime) -> str:
+    """Why this session speaks for no one any more; "" while it is open and within its hours."""
+    if session is None:
+        return "Your session has ended; sign in again."
+    if session.closed_at is not None:
+        return f"Your session was closed ({session.closed_why}); sign in again."
+    if now.timestamp() > session.ends_at(hours):
+        return f"Your session ended after {hours:g} hours."
+    return ""
+
+
+def _sessions(request: Request) -> Sessions:
+    sessions: Sessions = request.app.state.rl.sessions
+    return sessions
+
+
+SessionsDep = Annotated[Sessions, Depends(_sessions)]
+
+
+def reader(
+    request: Request, sessions: SessionsDep, tokens: TokensDep, settings: SettingsDep, now: Now
+) -> Actor:
+    return signed_in(request, sessions, tokens, settings.session_hours, now)
 
 
 async def actor_of_form(
-    request: Request, tokens: TokensDep, settings: SettingsDep, now: Now
+    request: Request, sessions: SessionsDep, tokens: TokensDep, settings: SettingsDep, now: Now
 ) -> Actor:
     """An operator acting through a form of this session: CSRF checked before anything else."""
     form = await request.form()
     check_form_token(request, form.get("csrf"))
-    actor = await run_in_threadpool(signed_in, request, tokens, settings.session_hours, now)
+    hours = settings.session_hours
+    actor = await run_in_threadpool(signed_in, request, sessions, tokens, hours, now)
     if not may(actor.role, "operator"):
         said = "only operators and admins act in the console; nothing was done."
         raise Refused(403, f"{actor.name} signed in as {a_role(actor.role)}: {said}")

@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.deps import Now, TokensDep
+from runledger.application.deps import TokensDep
 from runledger.application.web.render import page
-from runledger.application.web.session import check_form_token, sign_in, sign_out
+from runledger.application.web.session import SessionsDep, check_form_token, sign_in, sign_out
 
 router = APIRouter(include_in_schema=False)
 Text = Annotated[str, Form(max_length=2_000)]
@@ -31,7 +31,7 @@ def sign_in_page(request: Request, next: str = "/runs", why: str = "") -> HTMLRe
 def sign_in_with_token(
     request: Request,
     issuer: TokensDep,
-    now: Now,
+    sessions: SessionsDep,
     token: Text = "",
     csrf: Text = "",
     next: Text = "/runs",
@@ -49,12 +49,14 @@ def sign_in_with_token(
             refused="token: that is not a live runledger token (runledger token create NAME "
             "--role R prints one).",
         )
-    sign_in(request, actor, now)
+    sign_in(request, actor, sessions)
     return RedirectResponse(_safe_next(next), status_code=303)
 
 
 @router.post("/signout")
-def sign_out_of_console(request: Request, csrf: Text = "") -> RedirectResponse:
+def sign_out_of_console(
+    request: Request, sessions: SessionsDep, csrf: Text = ""
+) -> RedirectResponse:
     check_form_token(request, csrf)
-    sign_out(request)
+    sign_out(request, sessions)
     return RedirectResponse("/signin?why=You+have+signed+out.", status_code=303)
