@@ -6,7 +6,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from runledger import __version__
-from runledger.application.api import errors
+from runledger.application.api import documented, errors
+from runledger.application.api.allowed import Allowed
 from runledger.application.api.routes import (
     bulk,
     decisions,
@@ -42,4 +43,6 @@ def routes() -> FastAPI:
     ):
         app.include_router(router)
     errors.install(app)
+    documented.install(app)
+    app.add_middleware(Allowed, routes=lambda: app.routes)
     return app

@@ -1,4 +1,5 @@
-"""The application's refusals as HTTP answers: one sentence each, never a 500 for input.
+"""The application's refusals as HTTP answers: one sentence each, never a 500 for input, every
+one a problem (problems.py), HTTPException's 401/403/404/405 too.
 
 Refused input is answered 422 in the shape FastAPI gives its own validation errors, with the field
 the sentence names as its location; a state that refuses the request is 409; unknown is 404."""
@@ -10,11 +11,11 @@ from typing import Any
 
 from eventsourcing.persistence import IntegrityError
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from runledger.application.api.problems import problem
 from runledger.application.errors import (
     BadQuery,
     BadRequest,
@@ -31,8 +32,10 @@ from runledger.domain.values import UnsafeValue, plain_message
 log = logging.getLogger("runledger.api")
 
 
-def _answer(status: int, error: BaseException) -> JSONResponse:
-    return JSONResponse({"detail": safe_text(str(error), 2_000)}, status_code=status)
+def _answer(
+    status: int, error: BaseException, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return problem(status, safe_text(str(error), 2_000), headers)
 
 
 def _invalid(said: str, where: str = "body") -> JSONResponse:
@@ -41,9 +44,7 @@ def _invalid(said: str, where: str = "body") -> JSONResponse:
     field, sep, _ = said.partition(": ")
     path = field.split(".") if sep and field and " " not in field else []
     loc: list[str | int] = [where, *(_index_or_key(p) for p in path)]
-    return JSONResponse(
-        {"detail": [{"loc": loc, "msg": said, "type": "value_error"}]}, status_code=422
-    )
+    return problem(422, [{"loc": loc, "msg": said, "type": "value_error"}])
 
 
 def _index_or_key(part: str) -> str | int:
@@ -63,7 +64,7 @@ def _validation(error: RequestValidationError) -> JSONResponse:
         }
         for e in error.errors()
     ]
-    return JSONResponse({"detail": detail}, status_code=422)
+    return problem(422, detail)
 
 
 def install(app: FastAPI) -> None:
@@ -72,10 +73,10 @@ def install(app: FastAPI) -> None:
         return _validation(error)
 
     @app.exception_handler(HTTPException)
-    async def http(request: Request, error: HTTPException) -> Response:
+    def http(_: Request, error: HTTPException) -> JSONResponse:
         if error.status_code == 400:  # a body that is not even text: bad input like any other
             return _invalid(f"body: {error.detail}")
-        return await http_exception_handler(request, error)
+        return problem(error.status_code, safe_text(str(error.detail), 2_000), error.headers)
 
     @app.exception_handler(NotFound)
     def not_found(_: Request, error: NotFound) -> JSONResponse:
@@ -100,10 +101,7 @@ def install(app: FastAPI) -> None:
         # Another writer (a runner, another request, another server) saved the same aggregate
         # between this request's read and its save; the store refused the stale save whole.
         log.info("a save lost a race: %s", safe_text(str(error), 300))
-        return JSONResponse(
-            {"detail": "another writer changed this at the same moment; try again"},
-            status_code=409,
-        )
+        return problem(409, "another writer changed this at the same moment; try again")
 
     @app.exception_handler(StoreError)
     @app.exception_handler(NotInitialised)
@@ -111,3 +109,8 @@ def install(app: FastAPI) -> None:
     def unavailable(_: Request, error: Exception) -> JSONResponse:
         log.warning("store trouble: %s", safe_text(str(error), 500))
         return _answer(503, error)
+
+    @app.exception_handler(Exception)
+    def failed(_: Request, error: Exception) -> JSONResponse:
+        # Starlette logs the traceback; the client is told only that it was not its fault.
+        return problem(500, "the server failed to answer this request; its log says why")

@@ -16,6 +16,7 @@ from fastapi import Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
+from runledger.application.api.problems import PROBLEM_JSON
 from runledger.application.deps import OnceDep
 from runledger.application.services.once import Answer, KeyedCall
 from runledger.application.services.once import Once as Keys
@@ -71,7 +72,7 @@ class Keyed:
         return Response(
             kept.body,
             status_code=kept.status,
-            media_type="application/json",
+            media_type=PROBLEM_JSON if kept.status >= 400 else "application/json",
             headers={REPLAYED: "true"} if kept.replayed else None,
         )
 

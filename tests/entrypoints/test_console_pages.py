@@ -169,7 +169,8 @@ def test_an_unknown_page_is_a_page_and_the_api_still_answers_json(console: Conso
     assert "<h1>Not found</h1>" in missing.text
     api_missing = console.get("/admin/no-such-route")
     assert api_missing.status_code == 404
-    assert api_missing.json() == {"detail": "Not Found"}
+    assert api_missing.headers["content-type"] == "application/problem+json"
+    assert api_missing.json()["detail"] == "Not Found"
 
 
 def test_every_asset_is_served_by_runledger_and_pages_forbid_other_origins(

@@ -47,9 +47,29 @@ class Page(Answer, Generic[T]):
 
 
 class Problem(Answer):
-    """Why a request was refused, in one sentence."""
+    """Why a request was refused or failed, as RFC 9457 problem details: `detail` says it in
+    one sentence."""
 
+    type: str = Field("about:blank", description="about:blank: the status says what went wrong")
+    title: str = Field(description="the status's phrase")
+    status: int = Field(ge=400, le=599)
     detail: str
+
+
+class FieldRefused(Answer):
+    """One refused field: where it is (`body`, `query`, `path` or `header`, then its keys and
+    indexes) and why, in a sentence naming it."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationProblem(Problem):
+    """A request refused for what it carried (422): `detail` lists each refused field."""
+
+    status: int = Field(ge=422, le=422)
+    detail: list[FieldRefused]  # type: ignore[assignment]
 
 
 class Message(Answer):
