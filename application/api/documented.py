@@ -1,6 +1,6 @@
 """The OpenAPI document says what the API answers: every refusal is problem details
 (`application/problem+json`), a 422 listing the refused fields (FastAPI would document its own
-`HTTPValidationError` as `application/json`)."""
+`HTTPValidationError` as `application/json`); every 201 has a `Location`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ from runledger.application.reading.schemas.common import Problem, ValidationProb
 
 SCHEMAS = "#/components/schemas/"
 FASTAPIS = ("HTTPValidationError", "ValidationError")
+LOCATION = {
+    "description": "where what was made is read (a path), on a repeat under its key too",
+    "schema": {"type": "string"},
+}
 
 
 def install(app: FastAPI) -> None:
@@ -43,8 +47,10 @@ def _problems(document: dict[str, Any]) -> dict[str, Any]:
     )
     schemas.update(found.get("$defs", {}))
     for operation in (op for path in document["paths"].values() for op in path.values()):
-        for answer in operation.get("responses", {}).values():
+        for status, answer in operation.get("responses", {}).items():
             _as_problem(answer.get("content", {}))
+            if status == "201":
+                answer["headers"] = {"Location": LOCATION}
     return document
 
 

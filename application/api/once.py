@@ -39,8 +39,11 @@ M = TypeVar("M", bound=BaseModel)
 class Keyed:
     """One request's act and answer, keyed or not."""
 
-    def __init__(self, request: Request, keys: Keys, key: str | None, body: bytes) -> None:
+    def __init__(
+        self, request: Request, response: Response, keys: Keys, key: str | None, body: bytes
+    ) -> None:
         self.request = request
+        self.response = response
         self.keys = keys
         self.key = key
         self.body = body
@@ -55,11 +58,15 @@ class Keyed:
         act: Callable[[], T],
         answer: Callable[[T], M],
         withheld: Callable[[M], str] | None = None,
+        located: Callable[[M], str] | None = None,
     ) -> M | Response:
-        """``answer(act())``; ``withheld`` says why that answer may not be kept to give again."""
+        """``answer(act())``; ``withheld`` says why that answer may not be kept to give again,
+        ``located`` where what a 201 made is read (its Location, on a repeat too)."""
         if self.key is None:
-            done = act()
-            return answer(done)
+            model = answer(act())
+            if located is not None:
+                self.response.headers["Location"] = located(model)
+            return model
         route: Any = self.request.scope.get("route")
         status = int(getattr(route, "status_code", None) or 200)
 
@@ -69,11 +76,14 @@ class Keyed:
             return Answer(status, model.model_dump_json(by_alias=True), why)
 
         kept = self._call(self.key).answer(nullcontext(), acted, self._refusal)
+        headers = {REPLAYED: "true"} if kept.replayed else {}
+        if located is not None and kept.status == 201:
+            headers["Location"] = located(route.response_model.model_validate_json(kept.body))
         return Response(
             kept.body,
             status_code=kept.status,
             media_type=PROBLEM_JSON if kept.status >= 400 else "application/json",
-            headers={REPLAYED: "true"} if kept.replayed else None,
+            headers=headers,
         )
 
     def _call(self, key: str) -> KeyedCall:
@@ -100,6 +110,7 @@ class Keyed:
 
 async def keyed(
     request: Request,
+    response: Response,
     keys: OnceDep,
     key: Annotated[str | None, Header(alias=KEY_HEADER, description=ABOUT_KEY)] = None,
 ) -> Keyed:
@@ -113,7 +124,7 @@ async def keyed(
                 }
             ]
         )
-    return Keyed(request, keys, key, await request.body() if key is not None else b"")
+    return Keyed(request, response, keys, key, await request.body() if key is not None else b"")
 
 
 Once = Annotated[Keyed, Depends(keyed)]

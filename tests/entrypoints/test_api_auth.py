@@ -48,6 +48,7 @@ NEEDS: dict[tuple[str, str], str | None] = {
     ("GET", "/admin/me"): VIEWER,
     ("GET", "/admin/tokens"): ADMIN,
     ("POST", "/admin/tokens"): ADMIN,
+    ("GET", "/admin/tokens/{token_id}"): ADMIN,
     ("DELETE", "/admin/tokens/{token_id}"): ADMIN,
     ("GET", DEFS): VIEWER,
     ("POST", DEFS): OPERATOR,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Response
 
@@ -39,8 +40,13 @@ def list_definitions(
 def create_definition(
     definitions: DefinitionsDep, actor: Operator, once: Once, body: schema.NewDefinition
 ) -> schema.DefinitionDetail | Response:
-    """A new definition whose draft is the spec given, in the caller's name."""
-    return once(lambda: definitions.create(body.name, body.spec, by=actor.name), answer.detail)
+    """A new definition whose draft is the spec given, in the caller's name; `Location` is
+    its."""
+    return once(
+        lambda: definitions.create(body.name, body.spec, by=actor.name),
+        answer.detail,
+        located=lambda made: f"{router.prefix}/{quote(made.name, safe='')}",
+    )
 
 
 @router.get("/{name}", response_model=schema.DefinitionDetail)
@@ -119,8 +125,10 @@ def list_definition_occurrences(
 def schedule_occurrence(
     occurrences: OccurrencesDep, actor: Operator, once: Once, name: Name, body: schema.NewOccurrence
 ) -> schema.Occurrence | Response:
-    """Schedule the definition at a time, pinned to its latest version."""
+    """Schedule the definition at a time, pinned to its latest version; `Location` is the
+    occurrence's."""
     return once(
         lambda: occurrences.schedule(name, body.at, by=actor.name),
         lambda scheduled: answer.occurrence(occurrences.row(scheduled.id)),
+        located=lambda made: f"/admin/occurrences/{made.occurrence_id}",
     )

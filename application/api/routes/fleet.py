@@ -13,7 +13,10 @@ from runledger.application.api.once import Once
 from runledger.application.api.paging import Cursor, Limit, window
 from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 from runledger.application.deps import FleetAnswersDep, ReconcilerDep, TokensDep
+from runledger.application.errors import NotFound
 from runledger.application.reading.schemas import fleet, tokens
+from runledger.application.services.tokens import Tokens
+from runledger.projections.tokens import TokenRow
 
 T = TypeVar("T")
 
@@ -78,20 +81,34 @@ def list_tokens(
 def issue_token(
     issuer: TokensDep, actor: Admin, once: Once, body: tokens.NewToken
 ) -> tokens.IssuedToken | Response:
-    """A token for a person; its secret is in this answer only. Under an Idempotency-Key a
-    repeat issues nothing and is refused (409) naming the token: its secret is not kept."""
+    """A token for a person; its secret is in this answer only, `Location` the token's. Under
+    an Idempotency-Key a repeat issues nothing and is refused (409) naming the token: its
+    secret is not kept."""
     return once(
         lambda: issuer.issue(body.name, body.role, by=actor.name),
         tokens.IssuedToken.model_validate,
         tokens.IssuedToken.withheld,
+        located=lambda issued: f"/admin/tokens/{issued.token_id}",
     )
+
+
+@router.get("/tokens/{token_id}", response_model=tokens.Token)
+def get_token(issuer: TokensDep, _: Admin, token_id: UUID) -> tokens.Token:
+    """One token, live or revoked; never its secret."""
+    return tokens.Token.model_validate(_token(issuer, token_id))
 
 
 @router.delete("/tokens/{token_id}", response_model=tokens.Token)
 def revoke_token(issuer: TokensDep, actor: Admin, token_id: UUID) -> tokens.Token:
     issuer.revoke(token_id, by=actor.name)
+    return tokens.Token.model_validate(_token(issuer, token_id))
+
+
+def _token(issuer: Tokens, token_id: UUID) -> TokenRow:
     found = [t for t in issuer.listing() if t.token_id == token_id]
-    return tokens.Token.model_validate(found[0])
+    if not found:
+        raise NotFound(f"no token {token_id}")
+    return found[0]
 
 
 def _same(one: T) -> T:

@@ -54,10 +54,12 @@ def start_run(
 ) -> runs.RunDetail | Response:
     """Start a run, checked first as a definition's dry run checks it (params, phases, lease
     targets held now): a refusal names the field and writes nothing. Under an Idempotency-Key
-    the run's id comes from the key, so a repeat answers the same run."""
+    the run's id comes from the key, so a repeat answers the same run. `Location` is the
+    run's."""
     return once(
         lambda: runs_.start(spec, run_id=once.run_id, by=actor.name),
         answers.run_detail,
+        located=lambda started: f"{router.prefix}/{started.run.run_id}",
     )
 
 
