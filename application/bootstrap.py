@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from runledger.application.brake import Brake
 from runledger.application.modules.loader import Loader, ModuleEvents
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
@@ -190,6 +191,7 @@ def _wired(w: _Opened) -> Runledger:
         pages=pages,
         tokens=Tokens(app=w.app, rows=TokenRows(w.backend, fresh=w.fresh), clock=w.clock),
         sessions=Sessions(app=w.app, clock=w.clock),
+        brake=Brake(per_minute=w.settings.failed_auth_per_minute, refused=w.telemetry.braked),
         bulk=Bulk(
             queries=w.queries,
             pages=pages,

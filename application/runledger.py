@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from runledger.application.brake import Brake
 from runledger.application.modules.loader import Loader, ModuleStatus
 from runledger.application.modules.protocol import Registry
 from runledger.application.reading.answers import Answers
@@ -58,6 +59,7 @@ class Runledger:
     pages: Pages
     tokens: Tokens
     sessions: Sessions
+    brake: Brake
     bulk: Bulk
     definitions: Definitions
     occurrences: Occurrences

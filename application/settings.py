@@ -4,6 +4,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from ipaddress import ip_network
 from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from runledger.application.errors import ConfigError
 from runledger.domain.backoff import Backoff
+from runledger.domain.text import safe_text
 from runledger.domain.values import plain_message
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
@@ -42,6 +44,9 @@ ENV_NAMES = {
     "connect_timeout_s": "POSTGRES_CONNECT_TIMEOUT",
     "session_hours": "RUNLEDGER_SESSION_HOURS",
     "session_secret": "RUNLEDGER_SESSION_SECRET",
+    "failed_auth_per_minute": "RUNLEDGER_FAILED_AUTH_PER_MINUTE",
+    "trusted_proxies": "RUNLEDGER_TRUSTED_PROXIES",
+    "cookie_secure": "RUNLEDGER_COOKIE_SECURE",
 }
 # Core's own names: no module is given them, whatever its name or manifest says.
 CORE_SETTINGS = frozenset(name for name in ENV_NAMES.values() if name.startswith("RUNLEDGER_"))
@@ -92,11 +97,32 @@ class Settings(BaseModel, frozen=True):
     # Signs the console's session cookies. Unset: a new secret per process, so a restart signs
     # everyone out and two `serve` processes behind one address need the same value set.
     session_secret: str | None = Field(default=None, repr=False, exclude=True, min_length=16)
+    # Wrong sign-ins and bearer tokens from one client address in a minute before it is braked
+    # (429) for the rest of that minute (application/brake.py).
+    failed_auth_per_minute: int = Field(default=20, ge=1, le=100_000)
+    # Proxies (addresses or networks) whose X-Forwarded-For and X-Forwarded-Proto are believed.
+    trusted_proxies: tuple[str, ...] = ()
+    # The session cookie is Secure on every answer, not only on those to a request over https.
+    cookie_secure: bool = False
     module_settings: dict[str, str] = Field(default_factory=dict)
     """``RUNLEDGER_*`` settings for modules; each module is given only its own (module_scope)."""
     module_environ: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
     """The environment, without the ledger's settings: where a module's manifest-declared
     names outside ``RUNLEDGER_*`` are looked up."""
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, value: object) -> object:
+        """``"10.0.0.1, 10.1.0.0/16"`` from the environment; each an IP address or network."""
+        if isinstance(value, str):
+            value = tuple(part.strip() for part in value.split(",") if part.strip())
+        for entry in value if isinstance(value, tuple | list) else ():
+            try:
+                ip_network(str(entry), strict=False)
+            except ValueError:
+                shown = safe_text(repr(entry), 60)
+                raise ValueError(f"{shown} is not an IP address or network") from None
+        return value
 
     @field_validator("retry_delays_s", mode="before")
     @classmethod

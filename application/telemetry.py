@@ -45,6 +45,13 @@ class Telemetry:
             ["route", "status"],
             registry=self.registry,
         )
+        self.braked = Counter(
+            "runledger_auth_braked",
+            "Sign-ins (console) and bearer tokens (api) refused 429: too many failures from "
+            "the client's address in a minute.",
+            ["door"],
+            registry=self.registry,
+        )
 
     def tick(self, report: TickReport, advance_s: float, cleanup_s: float) -> None:
         """Time the legs; a tick that did work says what in one line, an idle one says nothing."""

@@ -8,31 +8,50 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from runledger.application.brake import BrakeDep
 from runledger.application.deps import TokensDep
-from runledger.application.services.tokens import Actor, Tokens
+from runledger.application.forwarded import ClientAddress
+from runledger.application.services.tokens import Actor
 from runledger.domain.token import Role, a_role, may
 
 bearer = HTTPBearer(auto_error=False, description="a token from `runledger token create`")
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def _actor(tokens: Tokens, credentials: HTTPAuthorizationCredentials | None) -> Actor:
-    actor = tokens.identify(credentials.credentials) if credentials is not None else None
-    if actor is None:
+def holder(
+    tokens: TokensDep, brake: BrakeDep, address: ClientAddress, credentials: Credentials
+) -> Actor | None:
+    """The holder of the bearer token sent, or None (none sent, or a wrong one). A wrong token
+    counts against the client's address; a braked address is refused before its token is even
+    looked at, so a right token from it waits too."""
+    if credentials is None:
+        return None
+    wait = brake.wait_s(address, "api")
+    if wait:
         raise HTTPException(
-            status_code=401,
-            detail="a valid bearer token is needed (runledger token create NAME --role R)",
-            headers={"WWW-Authenticate": "Bearer"},
+            status_code=429,
+            detail=f"too many wrong tokens from this address: try again in {wait} s",
+            headers={"Retry-After": str(wait)},
         )
+    actor = tokens.identify(credentials.credentials)
+    if actor is None:
+        brake.failed(address)
     return actor
 
 
+Holder = Annotated[Actor | None, Depends(holder)]
+"""The token's person when a valid token came, else None: for what answers anyone, but says
+more to a token (/readyz)."""
+
+
 def role(needed: Role) -> object:
-    def check(
-        request: Request,
-        tokens: TokensDep,
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    ) -> Actor:
-        actor = _actor(tokens, credentials)
+    def check(request: Request, actor: Holder) -> Actor:
+        if actor is None:
+            raise HTTPException(
+                status_code=401,
+                detail="a valid bearer token is needed (runledger token create NAME --role R)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         request.state.actor = actor.name
         if not may(actor.role, needed):
             raise HTTPException(

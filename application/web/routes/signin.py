@@ -7,12 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from runledger.application.brake import BrakeDep
 from runledger.application.deps import TokensDep
+from runledger.application.forwarded import ClientAddress
 from runledger.application.web.render import page
 from runledger.application.web.session import SessionsDep, check_form_token, sign_in, sign_out
 
 router = APIRouter(include_in_schema=False)
 Text = Annotated[str, Form(max_length=2_000)]
+WRONG = (
+    "token: that is not a live runledger token (runledger token create NAME --role R prints one)."
+)
 
 
 def _safe_next(target: str) -> str:
@@ -32,25 +37,29 @@ def sign_in_with_token(
     request: Request,
     issuer: TokensDep,
     sessions: SessionsDep,
+    brake: BrakeDep,
+    address: ClientAddress,
     token: Text = "",
     csrf: Text = "",
     next: Text = "/runs",
 ) -> Response:
     check_form_token(request, csrf)
+    wait = brake.wait_s(address, "console")
+    if wait:  # before the token is looked at: from a braked address, a right one waits too
+        said = f"Too many failed sign-ins from your address: try again in {wait} seconds."
+        answer = _refused(request, next, 429, said)
+        answer.headers["Retry-After"] = str(wait)
+        return answer
     actor = issuer.identify(token.strip())
     if actor is None:
-        return page(
-            request,
-            "signin.html",
-            None,
-            401,
-            next=_safe_next(next),
-            why="",
-            refused="token: that is not a live runledger token (runledger token create NAME "
-            "--role R prints one).",
-        )
+        brake.failed(address)
+        return _refused(request, next, 401, WRONG)
     sign_in(request, actor, sessions)
     return RedirectResponse(_safe_next(next), status_code=303)
+
+
+def _refused(request: Request, next: str, status: int, said: str) -> HTMLResponse:
+    return page(request, "signin.html", None, status, next=_safe_next(next), why="", refused=said)
 
 
 @router.post("/signout")
