@@ -108,7 +108,9 @@ def _opened(
     clock: Callable[[], datetime],
     telemetry: Telemetry,
 ) -> _Opened:
-    app, backend = open_app(store_config(settings.database_url, settings.connect_timeout_s))
+    app, backend = open_app(
+        store_config(settings.database_url, settings.connect_timeout_s, settings.store_timeout_s)
+    )
     projector = Projector(app, backend)
 
     # Every read of the views catches them up first: read-your-writes, kept in one place. The

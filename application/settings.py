@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import ip_network
 from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from runledger.application.errors import ConfigError
 from runledger.domain.backoff import Backoff
 from runledger.domain.text import safe_text
+from runledger.domain.text import safe_text
 from runledger.domain.values import plain_message
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
@@ -20,6 +21,38 @@ MAX_CLEANUP_LANES = 8
 # fullmatch, never "$": "$" also matches before a final newline ("abc\n" would pass).
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SYSTEM_SCHEMAS = ("information_schema", "pg_catalog", "pg_toast")
+_SSLPASSWORD = re.compile(r"([?&]sslpassword=)[^&#]*")
+# libpq's connection parameters a URL may pass on: TLS, the session, and the bounds an operator
+# may want tighter than runledger's (store/bounds.py). Not host, port, dbname, user or password,
+# which the URL says itself, nor service or passfile, which would say them elsewhere.
+LIBPQ = frozenset(
+    {
+        "application_name",
+        "channel_binding",
+        "connect_timeout",
+        "gssencmode",
+        "keepalives",
+        "keepalives_count",
+        "keepalives_idle",
+        "keepalives_interval",
+        "krbsrvname",
+        "options",
+        "require_auth",
+        "ssl_max_protocol_version",
+        "ssl_min_protocol_version",
+        "sslcert",
+        "sslcrl",
+        "sslcrldir",
+        "sslkey",
+        "sslmode",
+        "sslnegotiation",
+        "sslpassword",
+        "sslrootcert",
+        "sslsni",
+        "target_session_attrs",
+        "tcp_user_timeout",
+    }
+)
 
 ENV_NAMES = {
     "database_url": "RUNLEDGER_DATABASE_URL",
@@ -42,6 +75,7 @@ ENV_NAMES = {
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
     "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
     "connect_timeout_s": "POSTGRES_CONNECT_TIMEOUT",
+    "store_timeout_s": "RUNLEDGER_STORE_TIMEOUT_S",
     "session_hours": "RUNLEDGER_SESSION_HOURS",
     "session_secret": "RUNLEDGER_SESSION_SECRET",
     "failed_auth_per_minute": "RUNLEDGER_FAILED_AUTH_PER_MINUTE",
@@ -93,6 +127,9 @@ class Settings(BaseModel, frozen=True):
     # How long a call waits for a PostgreSQL connection before the store counts as away: the
     # library's own POSTGRES_CONNECT_TIMEOUT, in whole seconds.
     connect_timeout_s: int = Field(default=5, ge=1, le=600)
+    # The longest one round trip to PostgreSQL may take, said to the server (statement_timeout)
+    # and kept by the client too (a black-holed connection answers nothing); 0: no bound.
+    store_timeout_s: float = Field(default=10.0, ge=0, le=3_600, allow_inf_nan=False)
     session_hours: float = Field(default=8.0, gt=0, le=24 * 30, allow_inf_nan=False)
     # Signs the console's session cookies. Unset: a new secret per process, so a restart signs
     # everyone out and two `serve` processes behind one address need the same value set.
@@ -200,15 +237,19 @@ def module_scope(
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """Where the ledger lives, as the library's own settings."""
+    """Where the ledger lives, as the library's own settings, with what they cannot say: the
+    URL's libpq parameters and the bound of a round trip (store/bounds.py)."""
 
     engine: Literal["sqlite", "postgres"]
     env: dict[str, str]
     schema: str
     display: str
+    libpq: dict[str, str] = field(default_factory=dict, repr=False)
+    timeout_s: float = 0.0
+    """The longest a round trip to PostgreSQL may take; 0: no bound (`runledger init`)."""
 
 
-def store_config(url: str, connect_timeout_s: int = 5) -> StoreConfig:
+def store_config(url: str, connect_timeout_s: int = 5, timeout_s: float = 0.0) -> StoreConfig:
     """Map RUNLEDGER_DATABASE_URL onto the eventsourcing library's settings."""
     try:
         parts = urlsplit(url)
@@ -239,7 +280,7 @@ def store_config(url: str, connect_timeout_s: int = 5) -> StoreConfig:
                 f"RUNLEDGER_DATABASE_URL {url!r} needs a host and a database: "
                 "postgresql://user@host:port/db"
             )
-        schema = _schema(url, parts.query)
+        schema, libpq = _query(url, parts.query)
         try:
             port = str(parts.port or 5432)
         except ValueError:
@@ -255,7 +296,7 @@ def store_config(url: str, connect_timeout_s: int = 5) -> StoreConfig:
             "POSTGRES_SCHEMA": schema,
         }
         where = f"PostgreSQL at {parts.hostname}:{port}/{dbname}"
-        return StoreConfig("postgres", env, schema, where)
+        return StoreConfig("postgres", env, schema, where, libpq, timeout_s)
     raise ConfigError(
         f"RUNLEDGER_DATABASE_URL {url!r} is not understood: use sqlite:///path "
         "or postgresql://user@host:port/db"
@@ -263,20 +304,43 @@ def store_config(url: str, connect_timeout_s: int = 5) -> StoreConfig:
 
 
 def _without_password(url: str, password: str | None) -> str:
-    """The URL as a message may show it: a refusal must not print the credential."""
+    """The URL as a message may show it: a refusal must not print the credential (nor the
+    passphrase of a client key, which libpq takes as sslpassword=)."""
+    url = _SSLPASSWORD.sub(r"\1***", url)
     return url.replace(f":{password}@", ":***@", 1) if password else url
 
 
-def _schema(url: str, query: str) -> str:
-    """The one schema a PostgreSQL URL may name: a plain name, not one of the server's own."""
+def _query(url: str, query: str) -> tuple[str, dict[str, str]]:
+    """The schema a PostgreSQL URL names, and the libpq parameters it passes on to every
+    connection (sslmode=require, application_name=...); any other name is refused."""
     given = parse_qsl(query, keep_blank_values=True)
-    unknown = sorted({name for name, _ in given if name != "schema"})
+    unknown = sorted({name for name, _ in given if name != "schema" and name not in LIBPQ})
     if unknown:
         raise ConfigError(
             f"RUNLEDGER_DATABASE_URL {url!r} has unknown query parameters "
-            f"({', '.join(map(repr, unknown))}): only schema= is understood"
+            f"({', '.join(safe_text(repr(n), 80) for n in unknown)}): schema= and libpq's "
+            f"connection parameters are understood ({', '.join(sorted(LIBPQ))})"
         )
-    values = [value for _, value in given]
+    libpq: dict[str, str] = {}
+    for name, value in given:
+        if name in libpq:
+            raise ConfigError(f"RUNLEDGER_DATABASE_URL {url!r} names {name} more than once")
+        if name != "schema":
+            libpq[name] = _libpq_value(name, value)
+    return _schema([value for name, value in given if name == "schema"], url), libpq
+
+
+def _libpq_value(name: str, value: str) -> str:
+    if not value.isprintable() or len(value) > 1_000:
+        raise ConfigError(
+            f"RUNLEDGER_DATABASE_URL parameter {name} must be printable text of at most "
+            "1000 characters"
+        )
+    return value
+
+
+def _schema(values: list[str], url: str) -> str:
+    """The one schema a PostgreSQL URL may name: a plain name, not one of the server's own."""
     if len(values) > 1:
         raise ConfigError(f"RUNLEDGER_DATABASE_URL {url!r} names more than one schema")
     if not values:

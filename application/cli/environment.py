@@ -26,6 +26,7 @@ MEANINGS = {
     "builtin_modules": "built-in modules to load, separated by commas (sandbox,redis)",
     "module_load_budget_s": "seconds a module's import and register() may take",
     "connect_timeout_s": "seconds to wait for a PostgreSQL connection",
+    "store_timeout_s": "seconds one round trip to PostgreSQL may take (0: no bound)",
     "failed_auth_per_minute": "wrong sign-ins and tokens from one address in a minute before 429",
     "trusted_proxies": "proxies whose X-Forwarded-For and -Proto are believed, by commas",
     "cookie_secure": "the console's cookie is Secure on every answer, not only over https",

@@ -9,9 +9,10 @@ from uuid import UUID
 import psycopg
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import Recording, Transcoder
-from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.persistence import InfrastructureFactory, Recording, Transcoder
+from eventsourcing.postgres import PostgresDatastore, PostgresFactory
 from eventsourcing.sqlite import SQLiteDatastore
+from eventsourcing.utils import Environment
 from psycopg.sql import SQL, Composable, Identifier
 
 from runledger.application.errors import (
@@ -23,7 +24,8 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.settings import StoreConfig
-from runledger.application.store import pg_insert, pooling, riding, saving, sqlite_file
+from runledger.application.store import bounds, pg_insert, pooling, riding, saving, sqlite_file
+from runledger.application.store.outage import Outage
 from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
@@ -41,9 +43,21 @@ class LedgerApp(Application[UUID]):
 
     name = "Ledger"
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, env: Mapping[str, str] | None = None, config: StoreConfig | None = None
+    ) -> None:
         register_old_topics()  # before any event is read: older stores name classes by them
+        self.config = config
+        self.outage: Outage | None = None
+        """What the PostgreSQL pool found of the store's reach (store/bounds.py)."""
         super().__init__(env)
+
+    def construct_factory(self, env: Environment) -> InfrastructureFactory:
+        """The library's factory, its PostgreSQL pool bounded before the recorder opens it."""
+        factory = super().construct_factory(env)
+        if self.config is not None and isinstance(factory, PostgresFactory):
+            self.outage = bounds.bind(factory.datastore, self.config)
+        return factory
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         """The library's save, less its per-object runtime Protocol checks (store/saving.py),
@@ -68,7 +82,7 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
     app: LedgerApp | None = None
     try:
         _probe(config)
-        app = LedgerApp(env=env)
+        app = LedgerApp(env=env, config=config)
         _binary_inserts(app)
         backend = _backend(app)
         sqlite_file.refuse_damaged(backend, config)
@@ -115,7 +129,7 @@ def initialising(config: StoreConfig) -> Iterator[tuple[LedgerApp, Backend, Curs
         )
     try:
         with _init_lock(config):
-            app = LedgerApp(env=env)
+            app = LedgerApp(env=env, config=config)
             try:
                 _binary_inserts(app)
                 backend = _backend(app)
@@ -175,8 +189,8 @@ def _connect(config: StoreConfig) -> psycopg.Connection[Any]:
         dbname=env["POSTGRES_DBNAME"],
         user=env["POSTGRES_USER"],
         password=env["POSTGRES_PASSWORD"],
-        connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
         autocommit=True,
+        **bounds.libpq_params(config),
     )
 
 

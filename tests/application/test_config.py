@@ -158,13 +158,46 @@ def test_a_url_with_two_schema_values_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ["schema=live&sslmode=disable", "search_path=live", "Schema=live", "schema"]
+    "query",
+    [
+        "schema=live&sslmod=disable",
+        "search_path=live",
+        "Schema=live",
+        "schema",
+        "host=elsewhere",  # the URL names its host, user and database itself, once
+        "dbname=other",
+        "password=x",
+        "service=prod",
+        "sslmode=require&sslmode=disable",
+        "application_name=a%00b",
+        "options=" + "x" * 1001,
+    ],
 )
 def test_a_url_with_an_unknown_query_parameter_is_refused(query: str) -> None:
     with pytest.raises(ConfigError) as raised:
         store_config(f"postgresql://u@h/db?{query}")
     message = str(raised.value)
     assert message.startswith("RUNLEDGER_DATABASE_URL") and "\n" not in message
+    assert "\x00" not in message
+
+
+def test_an_unknown_query_parameter_is_named_in_the_refusal() -> None:
+    with pytest.raises(ConfigError, match=r"unknown query parameters \('sslmod'\)"):
+        store_config("postgresql://u@h/db?sslmod=require")
+
+
+def test_libpq_parameters_pass_through_the_url() -> None:
+    config = store_config(
+        "postgresql://u@h/db?schema=live&sslmode=verify-full&sslrootcert=/etc/ca.pem"
+        "&application_name=runledger%20east&target_session_attrs=read-write"
+    )
+    assert config.schema == "live"
+    assert config.libpq == {
+        "sslmode": "verify-full",
+        "sslrootcert": "/etc/ca.pem",
+        "application_name": "runledger east",
+        "target_session_attrs": "read-write",
+    }
 
 
 def test_an_sqlite_url_takes_no_query_parameters() -> None:
@@ -179,5 +212,8 @@ def test_a_plain_schema_name_is_accepted() -> None:
 
 def test_a_refused_url_never_shows_its_password() -> None:
     with pytest.raises(ConfigError) as raised:
-        store_config("postgresql://alice:s3cret@h/db?schema=live&sslmode=off")
+        store_config("postgresql://alice:s3cret@h/db?schema=live&sslmode=off&nosuch=1")
     assert "s3cret" not in str(raised.value) and "***" in str(raised.value)
+    with pytest.raises(ConfigError) as raised:
+        store_config("postgresql://alice@h/db?sslpassword=k3y&nosuch=1")
+    assert "k3y" not in str(raised.value) and "***" in str(raised.value)
