@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from runledger.application.errors import ConfigError
 from runledger.domain.backoff import Backoff
 from runledger.domain.text import safe_text
-from runledger.domain.text import safe_text
 from runledger.domain.values import plain_message
 
 DEFAULT_DATABASE_URL = "sqlite:///./runledger.sqlite3"
