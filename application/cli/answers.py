@@ -95,3 +95,20 @@ class Changed(Answer):
     target: str | None = None
     value: Any = None
     done: bool = True
+
+
+class SignedIn(Answer):
+    """`login`: the context saved, and who its token speaks for (never the token)."""
+
+    context: str
+    server: str
+    name: str
+    role: str
+
+
+class Context(Answer):
+    """`context list` and `context use`: a saved context, never its token."""
+
+    name: str
+    server: str
+    current: bool

@@ -17,6 +17,7 @@ from runledger import __version__
 from runledger.application.cli import (
     acting,
     cleanup,
+    contexts,
     decisions,
     definitions,
     demo,
@@ -54,6 +55,7 @@ app = typer.Typer(
 )
 COMMANDS = (
     store.init,
+    contexts.login,
     demo.demo,
     runs.runs,
     runs.log,
@@ -97,13 +99,14 @@ OCCURRENCES: tuple[tuple[str, Callable[..., None]], ...] = (
 """`def`'s commands about occurrences, after those about definitions."""
 for verb, occurring in OCCURRENCES:
     definitions.app.command(verb)(occurring)
-for group in (sandbox.app, tokens.app, definitions.app):
+for group in (sandbox.app, tokens.app, definitions.app, contexts.app):
     for info in group.registered_commands:
         info.epilog = exits.epilog()
         info.short_help = info.short_help or _summary(info.callback)
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tokens.app, name="token")
 app.add_typer(definitions.app, name="def")
+app.add_typer(contexts.app, name="context")
 
 
 def _show_version(asked: bool) -> None:

@@ -10,19 +10,16 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits, where
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, cleanup_words, console
+from runledger.application.cli.doors import opened, remote
 from runledger.application.cli.errors import Usage, guarded
-from runledger.application.cli.keyed import IdempotencyKey, once
-from runledger.application.cli.options import AsJson, person_checked
+from runledger.application.cli.keyed import IdempotencyKey
+from runledger.application.cli.options import AsJson, by_option
 from runledger.application.display import safe_text
-from runledger.application.reading import shapes
-from runledger.application.reading.answers import Answers
-from runledger.application.reading.schemas.bulk import Applied, Apply, Plan, Selector
+from runledger.application.reading.schemas.bulk import Plan, Selector
 from runledger.application.reading.schemas.runs import CleanupSummary
-from runledger.application.services.bulk import Bulk
 
 Where = Annotated[
     list[str] | None,
@@ -35,9 +32,7 @@ def cleanup(
         UUID | None,
         typer.Argument(metavar="RUN", help="the run to ask again for (or select runs by --where)"),
     ] = None,
-    by: Annotated[
-        str | None, typer.Option(help="who asks (needed to act)", callback=person_checked)
-    ] = None,
+    by: Annotated[str | None, by_option("who asks (needed to act)")] = None,
     where_: Where = None,
     plan: Annotated[
         bool,
@@ -52,50 +47,40 @@ def cleanup(
 ) -> None:
     """Ask again: reset attempt counters and work one run now, or every run a filter selects.
 
-    One run: cleanup RUN --by NAME.
+    One run: cleanup RUN --by NAME (no --by through a server: the token names who asks).
     After an outage: cleanup --where ... --plan shows what a filter selects, writing nothing;
     then cleanup --where ... --apply FINGERPRINT --by NAME retries exactly those runs
     (refused, exit 1, when the selection has changed since the plan)."""
     given = where_ or []
     if run_id is not None:
-        guarded(lambda: _one_run_only(given, plan, apply, by))
-        _one(run_id, str(by), idempotency_key, as_json)
+        guarded(lambda: _one_run_only(given, plan, apply))
+        _one(run_id, by, idempotency_key, as_json)
         return
-    guarded(lambda: _bulk_only(plan, apply, by, idempotency_key))
+    guarded(lambda: _bulk_only(plan, apply, idempotency_key))
     selector = guarded(lambda: where.selector(given))
     if apply is None:
         _plan(selector, given, as_json)
     else:
-        _apply(selector, apply, (idempotency_key, str(by)), as_json)
+        _apply(selector, apply, (idempotency_key, by), as_json)
 
 
-def _one_run_only(given: list[str], plan: bool, apply: str | None, by: str | None) -> None:
+def _one_run_only(given: list[str], plan: bool, apply: str | None) -> None:
     if given or plan or apply is not None:
         raise Usage("cleanup RUN takes no --where, --plan or --apply: those select runs in bulk")
-    if by is None:
-        raise Usage("cleanup RUN needs --by NAME: who asks")
 
 
-def _bulk_only(plan: bool, apply: str | None, by: str | None, key: str | None) -> None:
+def _bulk_only(plan: bool, apply: str | None, key: str | None) -> None:
     if plan and key is not None:
         raise Usage("--plan writes nothing and takes no --idempotency-key; --apply does")
     if plan == (apply is not None):
         raise Usage("name a RUN, or select runs with --where and say --plan or --apply FINGERPRINT")
-    if apply is not None and by is None:
-        raise Usage("--apply needs --by NAME: who asks")
     if apply is not None and not 1 <= len(apply) <= 64:
         raise Usage("--apply needs the plan's fingerprint, as --plan printed it")
 
 
-def _one(run_id: UUID, by: str, key: str | None, as_json: bool) -> None:
-    with guarded(bootstrap) as rl:
-        guarded(lambda: rl.answers.known_run(run_id))
-        answer = once(
-            rl.once,
-            (key, by, f"/admin/events/runs/{run_id}/cleanup", None),
-            lambda: rl.answers.cleanup_summary(run_id, rl.cleanup.manual_cleanup(run_id, by)),
-            CleanupSummary,
-        )
+def _one(run_id: UUID, by: str | None, key: str | None, as_json: bool) -> None:
+    with guarded(opened) as door:
+        answer = guarded(lambda: door.cleanup_one(run_id, by, key))
     if as_json:
         print_json(answer)
     else:
@@ -106,19 +91,19 @@ def _one(run_id: UUID, by: str, key: str | None, as_json: bool) -> None:
 
 
 def _plan(selector: Selector, given: list[str], as_json: bool) -> None:
-    with guarded(bootstrap) as rl:
-        rl.projector.catch_up()
-        found = guarded(lambda: shapes.plan(selector, rl.bulk.plan(shapes.where(selector))))
+    with guarded(opened) as door:
+        found = guarded(lambda: door.plan(selector))
     if as_json:
         print_json(found)
         return
     for line in _plan_lines(found):
         console.print(line)
+    by = "" if remote() else " --by NAME"
     again = ["runledger cleanup", *(f"--where {shlex.quote(safe_text(w))}" for w in given)]
     console.print(
         Text.assemble(
             "\nTo retry exactly these: ",
-            (" ".join([*again, f"--apply {found.fingerprint} --by NAME"]), "bold"),
+            (" ".join([*again, f"--apply {found.fingerprint}{by}"]), "bold"),
         ),
         soft_wrap=True,  # one line, to copy
     )
@@ -159,18 +144,12 @@ def _plan_lines(found: Plan) -> list[Text]:
 
 
 def _apply(
-    selector: Selector, fingerprint: str, asker: tuple[str | None, str], as_json: bool
+    selector: Selector, fingerprint: str, asker: tuple[str | None, str | None], as_json: bool
 ) -> None:
     key, by = asker
-    body = Apply(where=selector, fingerprint=fingerprint).model_dump(mode="json")
-    with guarded(bootstrap) as rl:
-        answer = once(
-            rl.once,
-            (key, by, "/admin/events/cleanup/apply", body),
-            lambda: _applied(rl.bulk, rl.answers, selector, fingerprint, by),
-            Applied,
-        )
-        names = _names(rl.answers, [s.run_id for s in answer.runs])
+    with guarded(opened) as door:
+        answer = guarded(lambda: door.apply(selector, fingerprint, by, key))
+        names = guarded(lambda: door.run_names([s.run_id for s in answer.runs]))
     if as_json:
         print_json(answer)
     else:
@@ -184,16 +163,6 @@ def _apply(
     _exit_when_incomplete(answer.runs)
 
 
-def _applied(
-    selection: Bulk, answers: Answers, selector: Selector, fingerprint: str, by: str
-) -> Applied:
-    done = selection.apply(shapes.where(selector), fingerprint, by)
-    return Applied(
-        fingerprint=fingerprint,
-        runs=[answers.cleanup_summary(run_id, s) for run_id, s in done.items()],
-    )
-
-
 def _held_lines(summary: CleanupSummary, indent: str = "  ") -> list[Text]:
     """The lease entries the retry left as they are, each with why."""
     return [
@@ -202,11 +171,6 @@ def _held_lines(summary: CleanupSummary, indent: str = "  ") -> list[Text]:
         )
         for h in summary.held
     ]
-
-
-def _names(answers: Answers, run_ids: list[UUID]) -> dict[UUID, str]:
-    rows = answers.queries.runs(run_ids, answers.clock(), answers.max_attempts)
-    return {row.run_id: row.name for row in rows}
 
 
 def _exit_when_incomplete(summaries: list[CleanupSummary]) -> None:

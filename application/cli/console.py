@@ -14,13 +14,19 @@ from rich.console import Console
 from rich.text import Text
 
 from runledger.application import plain, words
+from runledger.application.cli.log_pages import log_page
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
-from runledger.application.errors import BadRequest
 from runledger.application.reading.answers import Answers
-from runledger.application.reading.schemas.runs import CleanupSummary
+from runledger.application.reading.schemas.runs import (
+    CleanupSummary,
+    Entry,
+    LogPage,
+    RunDetail,
+    RunSummary,
+)
+from runledger.domain.fate import UNRESOLVED
 from runledger.domain.run import ended
-from runledger.projections.queries import EntryRow, Queries, RunRow
 
 console = Console(highlight=False, markup=False, emoji=False)
 """The terminal every command prints to. No string printed is ever read as markup or emoji
@@ -33,6 +39,10 @@ TONE_STYLE = {"good": "green", "bad": "red", "busy": "yellow", "quiet": "dim"}
 """How each tone of the words (application/words.py) is coloured here; the words say it."""
 
 
+Shown = tuple[RunDetail, LogPage | None]
+"""A run as `log` and the demo show it: the API's run, and a page of its log (None: no log)."""
+
+
 def show_runs(
     console: Console,
     answers: Answers,
@@ -42,9 +52,19 @@ def show_runs(
     limit: int = LOG_LINES,
     since: datetime | None = None,
 ) -> None:
-    rows = answers.queries.runs(run_ids, answers.clock(), answers.max_attempts)
+    """The runs, read from the store directly (the demo's screens), as `log` shows them."""
+    shown = [
+        (answers.run_detail(i), log_page(answers, i, limit, since) if with_log else None)
+        for i in run_ids
+    ]
+    show_details(console, shown, limit=limit)
+
+
+def show_details(console: Console, shown: list[Shown], *, limit: int = LOG_LINES) -> None:
+    """Runs as the API answers them: a table, then each one's phases, log and what is left."""
     table = Table("run", "status", "cleanup", "entries", "unresolved", title="Runs")
-    for row in rows:
+    for detail, _ in shown:
+        row = detail.run
         table.add_row(
             Text(safe_text(row.name)),
             Text(safe_text(words.word(words.RUN, row.status).said)),
@@ -53,19 +73,15 @@ def show_runs(
             str(row.unresolved),
         )
     console.print(table)
-    if with_log:
-        for row in rows:
-            show_run(console, answers, row, limit=limit, since=since)
+    for detail, lines in shown:
+        if lines is not None:
+            show_run(console, detail, lines, limit=limit)
 
 
 def show_run(
-    console: Console,
-    answers: Answers,
-    run: RunRow,
-    *,
-    limit: int = LOG_LINES,
-    since: datetime | None = None,
+    console: Console, detail: RunDetail, lines: LogPage, *, limit: int = LOG_LINES
 ) -> None:
+    run = detail.run
     console.print(
         Text.assemble(
             "\n",
@@ -77,11 +93,7 @@ def show_run(
             _detail(run),
         )
     )
-    try:
-        phases = answers.runs.describe(run.run_id)
-    except BadRequest:
-        phases = []
-    for phase in phases:
+    for phase in detail.phases:
         console.print(Text(f"  {safe_text(phase.headline)}"))
         if phase.why_not_advanced and not ended(run.status):
             console.print(
@@ -91,21 +103,18 @@ def show_run(
                     f" {safe_text(phase.why_not_advanced)}",
                 )
             )
-    _show_log(console, answers.queries, run.run_id, limit, since)
-    _show_left(console, answers.queries, run, limit)
+    _show_log(console, lines)
+    _show_left(console, detail, limit)
 
 
-def _show_log(
-    console: Console, queries: Queries, run_id: UUID, limit: int, since: datetime | None
-) -> None:
-    lines = queries.log(run_id, limit=limit, since=since)
-    earlier = queries.log_size(run_id) - len(lines)
+def _show_log(console: Console, page: LogPage) -> None:
+    earlier = page.total - len(page.lines)
     if earlier > 0:
         plural = "s" if earlier != 1 else ""
         console.print(
             Text(f"  … {earlier:,} earlier line{plural}; use --limit or --since", style="dim")
         )
-    for line in lines:
+    for line in page.lines:
         kind = words.log_kind(line.kind)
         console.print(
             Text.assemble(
@@ -116,12 +125,13 @@ def _show_log(
         )
 
 
-def _show_left(console: Console, queries: Queries, run: RunRow, limit: int) -> None:
-    # The runs row already counts them, so only the entries shown are turned into lines.
-    entries = queries.unresolved_entries(run.run_id)[:limit]
+def _show_left(console: Console, detail: RunDetail, limit: int) -> None:
+    # The run's row already counts them, so only the entries shown are turned into lines.
+    left = [e for group in detail.entries for e in group.entries if e.state in UNRESOLVED]
+    entries = left[:limit]
     for entry in entries:
         console.print(Text.assemble("  ", ("left:", "red"), f" {_left(entry)}"))
-    more = run.unresolved - len(entries)
+    more = detail.run.unresolved - len(entries)
     if more > 0:
         entries_word = "entry" if more == 1 else "entries"
         console.print(
@@ -129,13 +139,15 @@ def _show_left(console: Console, queries: Queries, run: RunRow, limit: int) -> N
         )
 
 
-def _left(entry: EntryRow) -> str:
+def _left(entry: Entry) -> str:
     plural = "s" if entry.attempts != 1 else ""
     why = entry.last_error or "not yet tried"
-    if entry.terminal or entry.status == "drifted":
+    if entry.terminal or entry.state == "drifted":
         why = f"not retried: {why}"
-    later = f"; next attempt at {plain.when(entry.next_attempt)}" if entry.next_attempt else ""
-    state = words.state_word(entry.status, running=False).said
+    later = (
+        f"; next attempt at {plain.when(entry.next_attempt_at)}" if entry.next_attempt_at else ""
+    )
+    state = words.state_word(entry.state, running=False).said
     return (
         f"{safe_text(entry.name)} {safe_text(state)}, "
         f"{entry.attempts} attempt{plural} — {safe_text(why)}{later}"
@@ -148,7 +160,7 @@ def cleanup_text(run_status: str, cleanup_status: str) -> Text:
     return Text(said.signed, style=TONE_STYLE[said.tone])
 
 
-def _detail(run: RunRow) -> str:
+def _detail(run: RunSummary) -> str:
     detail = words.cleanup_detail(
         run.status, run.cleanup_status, run.entries, run.unresolved, run.states
     )

@@ -11,23 +11,19 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import cleanup_text, console
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.keyed import IdempotencyKey, once
-from runledger.application.cli.options import AsJson, person_checked, reason_checked
+from runledger.application.cli.keyed import IdempotencyKey
+from runledger.application.cli.options import AsJson, by_option, reason_checked
 from runledger.application.display import safe_text
 from runledger.application.plain import counted
-from runledger.application.reading import decided
-from runledger.application.reading.answers import Answers
 from runledger.application.reading.schemas.decisions import EntryRetried, Kept
-from runledger.application.services.decisions import Decisions
 
 Run = Annotated[UUID, typer.Argument(metavar="RUN", help="an ended run")]
-By = Annotated[str, typer.Option(help="who decides", callback=person_checked)]
-RUNS = "/admin/events/runs"
+By = Annotated[str | None, by_option("who decides")]
 
 
 def keep(
@@ -40,13 +36,13 @@ def keep(
             callback=reason_checked,
         ),
     ],
-    by: By,
     entry_id: Annotated[
         UUID | None,
         typer.Argument(
             metavar="ENTRY", help="the entry to keep; without it, every entry left unresolved"
         ),
     ] = None,
+    by: By = None,
     idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
@@ -54,14 +50,8 @@ def keep(
     every entry the run left, with a reason, in your name.
 
     What is kept is no longer given back: it stays in the world, in your name."""
-    with guarded(bootstrap) as rl:
-        path = f"{RUNS}/{run_id}" + ("" if entry_id is None else f"/entries/{entry_id}")
-        answer = once(
-            rl.once,
-            (idempotency_key, by, f"{path}/keep", {"reason": why}),
-            lambda: _kept(rl.decisions, rl.answers, (run_id, entry_id), by, why),
-            Kept,
-        )
+    with guarded(opened) as door:
+        answer = guarded(lambda: door.keep((run_id, entry_id), by, why, idempotency_key))
     if as_json:
         print_json(answer)
     else:
@@ -73,7 +63,7 @@ def keep(
 def retry(
     run_id: Run,
     entry_id: Annotated[UUID, typer.Argument(metavar="ENTRY", help="the entry to ask again for")],
-    by: By,
+    by: By = None,
     why: Annotated[
         str | None,
         typer.Option("--reason", help="why (written to the log)", callback=reason_checked),
@@ -85,13 +75,8 @@ def retry(
     group now, in your name.
 
     A lease entry whose target another live run holds is left alone, and said why."""
-    with guarded(bootstrap) as rl:
-        answer = once(
-            rl.once,
-            (idempotency_key, by, f"{RUNS}/{run_id}/entries/{entry_id}/retry", {"reason": why}),
-            lambda: decided.retried(rl.answers, rl.decisions.retry_one(run_id, entry_id, by, why)),
-            EntryRetried,
-        )
+    with guarded(opened) as door:
+        answer = guarded(lambda: door.retry((run_id, entry_id), by, why, idempotency_key))
     if as_json:
         print_json(answer)
     else:
@@ -101,15 +86,6 @@ def retry(
                 Text.assemble("  ", ("left alone:", "yellow"), f" {safe_text(held.said)}")
             )
     _exit_when_incomplete(answer.cleanup_status)
-
-
-def _kept(
-    decider: Decisions, answers: Answers, which: tuple[UUID, UUID | None], by: str, why: str
-) -> Kept:
-    run_id, entry_id = which
-    if entry_id is None:
-        return decided.kept(answers, decider.keep_rest(run_id, by, why))
-    return decided.kept(answers, decider.keep_one(run_id, entry_id, by, why))
 
 
 def _kept_lines(answer: Kept) -> list[Text]:

@@ -1,5 +1,6 @@
-"""`runledger def`: definitions (W5) from the terminal. Writes are made in the name --by gives,
-as `cancel --by` does; --json prints what the API's route answers."""
+"""`runledger def`: definitions (W5) from the terminal. Writes are made in the name --by gives
+(through a server, the token's), as `cancel --by` does; --json prints what the API's route
+answers."""
 
 from __future__ import annotations
 
@@ -8,21 +9,15 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.keyed import IdempotencyKey, once, spec_body
-from runledger.application.cli.options import (
-    AsJson,
-    definition_checked,
-    file_text,
-    person_checked,
-)
+from runledger.application.cli.keyed import IdempotencyKey
+from runledger.application.cli.options import AsJson, by_option, definition_checked, file_text
 from runledger.application.cli.tables import Table
 from runledger.application.display import json_text, safe_text
-from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
 
 app = typer.Typer(
@@ -30,37 +25,26 @@ app = typer.Typer(
     "scheduled as occurrences that runners start by themselves."
 )
 
-By = Annotated[
-    str,
-    typer.Option("--by", help="who does it (recorded with it)", callback=person_checked),
-]
+By = Annotated[str | None, by_option("who does it (recorded with it)")]
 SpecFile = Annotated[
     typer.FileText, typer.Option("--file", "-f", help="a JSON spec file, or - for stdin")
 ]
 Name = Annotated[str, typer.Argument(help="the definition's name", callback=definition_checked)]
 STATES = "scheduled, started or cancelled"
-DEFINITIONS = "/admin/definitions"
-"""Where the API's definition routes are: a key names the same request from either door."""
 
 
 @app.command("create")
 def create(
     name: Name,
     spec: SpecFile,
-    by: By,
+    by: By = None,
     idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Create a definition whose draft is the spec in the file."""
-    text = file_text(spec)
-    with guarded(bootstrap) as rl:
-        created = once(
-            rl.once,
-            (idempotency_key, by, DEFINITIONS, {"name": name, "spec": spec_body(text)}),
-            lambda: answer.detail(rl.definitions.create(name, text, by)),
-            schema.DefinitionDetail,
-            201,
-        )
+    text = guarded(lambda: file_text(spec))
+    with guarded(opened) as door:
+        created = guarded(lambda: door.create_definition(name, text, by, idempotency_key))
     if as_json:
         print_json(created)
         return
@@ -68,14 +52,14 @@ def create(
 
 
 @app.command("edit")
-def edit(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
+def edit(name: Name, spec: SpecFile, by: By = None, as_json: AsJson = False) -> None:
     """Replace a definition's draft with the spec in the file."""
-    with guarded(bootstrap) as rl:
-        edited, changed = guarded(lambda: rl.definitions.edit(name, file_text(spec), by))
-    saved = answer.draft_saved(edited, changed)
+    text = guarded(lambda: file_text(spec))
+    with guarded(opened) as door:
+        saved = guarded(lambda: door.edit_draft(name, text, by))
     if as_json:
         print_json(saved)
-    elif changed:
+    elif saved.changed:
         console.print(
             f"edited {safe_text(name)}: draft {saved.fingerprint[:12]} (revision "
             f"{saved.revision}), unverified until a dry run passes on it"
@@ -86,17 +70,12 @@ def edit(name: Name, spec: SpecFile, by: By, as_json: AsJson = False) -> None:
 
 @app.command("verify")
 def verify(
-    name: Name, by: By, idempotency_key: IdempotencyKey = None, as_json: AsJson = False
+    name: Name, by: By = None, idempotency_key: IdempotencyKey = None, as_json: AsJson = False
 ) -> None:
     """Dry-run the draft against the loaded modules, calling nothing that changes a world, and
     record it in your name. Exits 1 when it found problems (each names its field)."""
-    with guarded(bootstrap) as rl:
-        found = once(
-            rl.once,
-            (idempotency_key, by, f"{DEFINITIONS}/{name}/verify", None),
-            lambda: answer.verified(rl.definitions.verify(name, by)),
-            schema.Verified,
-        )
+    with guarded(opened) as door:
+        found = guarded(lambda: door.verify(name, by, idempotency_key))
     if as_json:
         print_json(found)
     elif found.passed:
@@ -117,16 +96,11 @@ def verify(
 
 @app.command("publish")
 def publish(
-    name: Name, by: By, idempotency_key: IdempotencyKey = None, as_json: AsJson = False
+    name: Name, by: By = None, idempotency_key: IdempotencyKey = None, as_json: AsJson = False
 ) -> None:
     """Freeze the draft as the next version and re-pin the scheduled occurrences to it."""
-    with guarded(bootstrap) as rl:
-        found = once(
-            rl.once,
-            (idempotency_key, by, f"{DEFINITIONS}/{name}/publish", None),
-            lambda: answer.published(name, rl.definitions.publish(name, by)),
-            schema.Published,
-        )
+    with guarded(opened) as door:
+        found = guarded(lambda: door.publish(name, by, idempotency_key))
     if as_json:
         print_json(found)
     else:
@@ -136,8 +110,8 @@ def publish(
 @app.command("list")
 def listing(as_json: AsJson = False) -> None:
     """Every definition: its draft, last dry run and latest version."""
-    with guarded(bootstrap) as rl:
-        found = [answer.summary(row) for row in guarded(rl.definitions.listing)]
+    with guarded(opened) as door:
+        found = guarded(door.definitions)
     if as_json:
         print_json(found)
         return
@@ -163,9 +137,9 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """A definition: its draft and dry runs, or one version with its frozen spec."""
-    with guarded(bootstrap) as rl:
+    with guarded(opened) as door:
         if version is not None:
-            frozen = answer.version_detail(guarded(lambda: rl.definitions.version(name, version)))
+            frozen = guarded(lambda: door.version(name, version))
             if as_json:
                 print_json(frozen)
             else:
@@ -174,7 +148,7 @@ def show(
                 )
                 console.print(safe_text(json_text(frozen.spec), 100_000))
             return
-        found = answer.detail(guarded(lambda: rl.definitions.get(name)))
+        found = guarded(lambda: door.definition(name))
     if as_json:
         print_json(found)
         return
@@ -194,10 +168,8 @@ def show(
 @app.command("versions")
 def versions(name: Name, as_json: AsJson = False) -> None:
     """A definition's published versions, each verified or not."""
-    with guarded(bootstrap) as rl:
-        found = [
-            answer.version_summary(v) for v in guarded(lambda: rl.definitions.get(name)).versions
-        ]
+    with guarded(opened) as door:
+        found = guarded(lambda: door.versions(name))
     if as_json:
         print_json(found)
     elif not found:

@@ -36,13 +36,18 @@ MEANINGS = {
 """What each setting of ENV_NAMES means, by its field name."""
 
 NOT_SETTINGS = (
+    (
+        "RUNLEDGER_SERVER, RUNLEDGER_TOKEN",
+        "a server and a bearer token: commands that read or act go through its API as the "
+        "token's person (they win over the context runledger login saved)",
+    ),
     ("RUNLEDGER_LOG_FORMAT", "json for one JSON object per log line (serve, runner)"),
     (
         "RUNLEDGER_<MODULE>_*",
         "a module's own settings, such as RUNLEDGER_SANDBOX_PATH",
     ),
 )
-"""Read elsewhere than Settings: by the process's logging, and by each module."""
+"""Read elsewhere than Settings: by the CLI's doors, the process's logging, and each module."""
 
 
 def _default(field: str) -> str:

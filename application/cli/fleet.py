@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, within
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
 from runledger.application.reading.schemas import fleet
-from runledger.application.services.fleet import MAX_LISTED, RunnerInfo
+from runledger.application.services.fleet import MAX_LISTED
+from runledger.application.settings import Settings
 
 STATE_STYLE = {"live": "green", "gone": "red", "stopped": "bright_black"}
 WIDE = 140
@@ -29,24 +30,25 @@ def runners(
 ) -> None:
     """List the runners that started last, newest first: live, gone or stopped."""
     guarded(lambda: within("--limit", limit, MAX_LISTED))
-    with guarded(bootstrap) as rl:
-        now = rl.clock()
-        found = rl.fleet.listing(now, limit)
-        if as_json:
-            print_json([fleet.Runner.model_validate(info) for info in found])
-        elif not found:
-            console.print("No runners have recorded themselves yet.")
+    with guarded(opened) as door:
+        found = guarded(lambda: door.runners(limit))
+    now = datetime.now(UTC)
+    if as_json:
+        print_json(found)
+    elif not found:
+        console.print("No runners have recorded themselves yet.")
+    else:
+        # The server's setting is not in its answer; the one here says the same unless changed.
+        gone_s = guarded(Settings.from_env).runner_gone_s
+        if console.width < WIDE:
+            console.print(f"Runners (gone after {gone_s} s without a beat)")
+            for info in found:
+                console.print(_lines(info, now))
         else:
-            gone_s = rl.settings.runner_gone_s
-            if console.width < WIDE:
-                console.print(f"Runners (gone after {gone_s} s without a beat)")
-                for info in found:
-                    console.print(_lines(info, now))
-            else:
-                console.print(_table(found, now, gone_s))
+            console.print(_table(found, now, gone_s))
 
 
-def _lines(info: RunnerInfo, now: datetime) -> Text:
+def _lines(info: fleet.Runner, now: datetime) -> Text:
     """A runner in three lines: who and where, since when; then what it serves."""
     said = Text(safe_text(info.worker), style="bold")
     said.append("  ")
@@ -61,7 +63,7 @@ def _lines(info: RunnerInfo, now: datetime) -> Text:
     return said
 
 
-def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:
+def _table(found: list[fleet.Runner], now: datetime, gone_s: int) -> Table:
     table = Table(
         "worker",
         "host",
@@ -92,7 +94,7 @@ def _table(found: list[RunnerInfo], now: datetime, gone_s: int) -> Table:
     return table
 
 
-def _listed(names: tuple[str, ...]) -> str:
+def _listed(names: list[str]) -> str:
     return safe_text(", ".join(safe_text(name) for name in names))
 
 

@@ -3,40 +3,39 @@ asking one what is still there."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.options import AsJson, person_checked, text_checked
+from runledger.application.cli.options import AsJson, by_option, text_checked
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
-from runledger.application.modules.loader import ModuleStatus
 from runledger.application.reading.schemas import fleet
 
 
 def modules(as_json: AsJson = False) -> None:
     """List every module with its site, status, reason, actions and leases."""
-    with guarded(bootstrap) as rl:
-        if as_json:
-            print_json(rl.fleet_answers.modules())
-            return
-        table = Table("module", "site", title="Modules")
-        table.add_column("status", no_wrap=True)
-        for header in ("actions", "leases", "reason"):
-            table.add_column(header)
-        for module in rl.modules:
-            table.add_row(*_row(module))
-        console.print(table)
+    with guarded(opened) as door:
+        found = guarded(door.modules)
+    if as_json:
+        print_json(found)
+        return
+    table = Table("module", "site", title="Modules")
+    table.add_column("status", no_wrap=True)
+    for header in ("actions", "leases", "reason"):
+        table.add_column(header)
+    for module in found:
+        table.add_row(*_row(module))
+    console.print(table)
 
 
-def _row(m: ModuleStatus) -> tuple[str | Text, ...]:
+def _row(m: fleet.Module) -> tuple[str | Text, ...]:
     style = "green" if m.status == "loaded" else "red"
     return (
         safe_text(m.name or f"({Path(m.folder).name})"),
@@ -56,16 +55,13 @@ def reconcile(
     module: Annotated[
         str, typer.Argument(help="a module this runledger loads", callback=text_checked)
     ],
-    by: Annotated[
-        str, typer.Option(help="who asks (named on what it settles)", callback=person_checked)
-    ],
+    by: Annotated[str | None, by_option("who asks (named on what it settles)")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Ask a module which of its live entries are still in force, as it does itself after a
     reconnect: what it no longer holds is orphaned (expired, if past its until) in your name."""
-    with guarded(bootstrap) as rl:
-        summary = guarded(lambda: rl.reconciler.asked_by_person(module, by))
-    answer = fleet.Reconciled(module=module, **asdict(summary))
+    with guarded(opened) as door:
+        answer = guarded(lambda: door.reconcile(module, by))
     if as_json:
         print_json(answer)
         return

@@ -10,25 +10,22 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
-from runledger.application.cli.definitions import DEFINITIONS, By, Name, stamped
+from runledger.application.cli.definitions import By, Name, stamped
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import Usage, guarded
-from runledger.application.cli.keyed import IdempotencyKey, once
+from runledger.application.cli.keyed import IdempotencyKey
 from runledger.application.cli.options import AsJson, moment
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
-from runledger.application.reading import definitions as answer
-from runledger.application.reading.schemas import definitions as schema
-from runledger.application.services.occurrences import Occurrences
 from runledger.domain.occurrence import OccurrenceState
 
 
 def schedule(
     name: Name,
     at: Annotated[str, typer.Option("--at", help="when, ISO 8601 (UTC unless it says)")],
-    by: By,
+    by: By = None,
     idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
@@ -36,16 +33,8 @@ def schedule(
     when = guarded(lambda: moment("--at", at))
     if when is None:
         raise Usage("--at is needed")
-    with guarded(bootstrap) as rl:
-        found = once(
-            rl.once,
-            (idempotency_key, by, f"{DEFINITIONS}/{name}/occurrences", {"at": when.isoformat()}),
-            lambda: answer.occurrence(
-                rl.occurrences.row(rl.occurrences.schedule(name, when, by).id)
-            ),
-            schema.Occurrence,
-            201,
-        )
+    with guarded(opened) as door:
+        found = guarded(lambda: door.schedule(name, when, by, idempotency_key))
     if as_json:
         print_json(found)
     else:
@@ -63,8 +52,8 @@ def occurrences(
     as_json: AsJson = False,
 ) -> None:
     """Occurrences in due order, with their pinned version and verified stamp."""
-    with guarded(bootstrap) as rl:
-        found = [answer.occurrence(r) for r in guarded(lambda: rl.occurrences.listing(name, state))]
+    with guarded(opened) as door:
+        found = guarded(lambda: door.occurrences(name, state))
     if as_json:
         print_json(found)
         return
@@ -91,24 +80,16 @@ def occurrences(
 
 def cancel(
     occurrence_id: Annotated[UUID, typer.Argument(help="the occurrence's id")],
-    by: By,
+    by: By = None,
     idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Cancel an occurrence that has not started yet."""
-    with guarded(bootstrap) as rl:
-        found = once(
-            rl.once,
-            (idempotency_key, by, f"/admin/occurrences/{occurrence_id}/cancel", None),
-            lambda: _cancelled(rl.occurrences, occurrence_id, by),
-            schema.Occurrence,
-        )
+    with guarded(opened) as door:
+        found = guarded(lambda: door.cancel_occurrence(occurrence_id, by, idempotency_key))
     if as_json:
         print_json(found)
     else:
-        console.print(f"cancelled occurrence {occurrence_id} by {safe_text(by)}")
-
-
-def _cancelled(occurrences: Occurrences, occurrence_id: UUID, by: str) -> schema.Occurrence:
-    occurrences.cancel(occurrence_id, by)
-    return answer.occurrence(occurrences.row(occurrence_id))
+        console.print(
+            f"cancelled occurrence {occurrence_id} by {safe_text(found.cancelled_by or by or '')}"
+        )

@@ -10,6 +10,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
+from runledger.application.cli.doors.contexts import SERVER_ENV, server
 from runledger.application.cli.errors import Usage, answering_json
 from runledger.application.display import safe_repr, safe_text
 from runledger.application.errors import BadRequest
@@ -27,6 +28,12 @@ AsJson = Annotated[
         is_eager=True,  # before the checks below, so that their refusal is JSON too
     ),
 ]
+
+
+def by_option(said: str) -> Any:
+    """The --by option, saying what the person does: optional on the command line, since a
+    server names the person itself; the store opened directly needs it (doors/local_runs.py)."""
+    return typer.Option("--by", help=f"{said} (on the store directly)", callback=by_checked)
 
 
 def _checked(check: Callable[[str, str], str]) -> Callable[[typer.CallbackParam, Any], Any]:
@@ -53,6 +60,16 @@ def _person(option: str, value: str) -> str:
     return check_text(value, option, limit=MAX_NAME)
 
 
+def _by(option: str, value: str) -> str:
+    person = _person(option, value)
+    if server() is not None:
+        raise Usage(
+            f"{option} is refused through a server: the token names who acts "
+            f"({SERVER_ENV} or the current context is set)"
+        )
+    return person
+
+
 def _worker(option: str, value: str) -> str:
     return value and check_text(value, option, limit=MAX_NAME, empty=False)
 
@@ -77,6 +94,8 @@ def _role(option: str, value: str) -> str:
 
 person_checked = _checked(_person)
 """--by, a token's NAME: a person's name, not empty, at most 200 characters."""
+by_checked = _checked(_by)
+"""--by: who acts, on the store directly; refused through a server, whose token names them."""
 worker_checked = _checked(_worker)
 """--worker: a runner's name (empty for the default)."""
 reason_checked = _checked(_reason)

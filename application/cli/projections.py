@@ -14,16 +14,15 @@ from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import Difference, Rebuilt, print_json
 from runledger.application.cli.console import console
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import Usage, guarded
 from runledger.application.cli.options import AsJson
 from runledger.application.cli.tables import Table
 from runledger.application.display import json_text, safe_text
-from runledger.application.errors import ProjectionStuck
+from runledger.application.errors import RunledgerError
 from runledger.application.reading.schemas.fleet import Projection
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.projections.backend import Backend
-from runledger.projections.errors import Stuck
-from runledger.projections.read_model import ReadModel
 from runledger.projections.rebuild import Difference as Differing
 from runledger.projections.rebuild import RebuildReport, choose
 from runledger.projections.rebuild import rebuild as rebuild_views
@@ -32,20 +31,19 @@ from runledger.projections.rebuild import rebuild as rebuild_views
 def projections(as_json: AsJson = False) -> None:
     """Each projection with its position, its lag behind the store, and where it is stuck
     (found by applying what is pending in a transaction that is rolled back)."""
-    with guarded(bootstrap) as rl:
-        head = rl.app.recorder.max_notification_id() or 0
-        positions = rl.projector.positions()
-        stuck, note = _trial(rl.projector, rl.backend, head, positions)
-        if as_json:
-            print_json(_answers(head, positions, stuck))
-            if stuck:  # the JSON says where; a sentence after it would not be JSON
-                raise typer.Exit(exits.FAILED)
-            return
-        console.print(_positions(head, positions, stuck))
-        if note:
-            console.print(Text(note))
-        if stuck:
-            raise ProjectionStuck(list(stuck.values()))  # main() says it: exit 1
+    with guarded(opened) as door:
+        views, note = guarded(door.projections)
+    stuck = [view for view in views if view.stuck_at is not None]
+    if as_json:
+        print_json(views)
+        if stuck:  # the JSON says where; a sentence after it would not be JSON
+            raise typer.Exit(exits.FAILED)
+        return
+    console.print(_positions(views))
+    if note:
+        console.print(Text(note))
+    if stuck:
+        raise RunledgerError(_stuck(stuck))  # main() says it: exit 1
 
 
 def rebuild(
@@ -65,48 +63,24 @@ def rebuild(
         _say_rebuilt(report, verify)
 
 
-def _trial(
-    projector: ReadModel, backend: Backend, head: int, positions: dict[str, int]
-) -> tuple[dict[str, Stuck], str | None]:
-    if all(position >= head for position in positions.values()):
-        return {}, None
-    try:
-        return {s.view: s for s in projector.trial()}, None
-    except Exception as error:
-        if backend.read_only(error):
-            return {}, "not tried: the store is read-only, so nothing pending can be applied"
-        raise
-
-
-def _answers(head: int, positions: dict[str, int], stuck: dict[str, Stuck]) -> list[Projection]:
-    """The API's projections answer, with where each is stuck found by the trial above."""
-    return [
-        Projection(
-            name=name,
-            position=position,
-            lag=max(head - position, 0),
-            stuck_at=stuck[name].position if name in stuck else None,
-            error=stuck[name].reason if name in stuck else None,
-        )
-        for name, position in sorted(positions.items())
-    ]
-
-
-def _positions(head: int, positions: dict[str, int], stuck: dict[str, Stuck]) -> Table:
-    table = Table(
-        "projection", "position", "lag", "stuck at", "event", "why", title=f"store head {head}"
-    )
-    for name, position in sorted(positions.items()):
-        cells = (name, str(position), str(max(head - position, 0)), *_where(stuck.get(name)))
+def _positions(views: list[Projection]) -> Table:
+    head = max((view.position + view.lag for view in views), default=0)
+    table = Table("projection", "position", "lag", "stuck at", "why", title=f"store head {head}")
+    for view in views:
+        at = "" if view.stuck_at is None else str(view.stuck_at)
+        cells = (view.name, str(view.position), str(view.lag), at, view.error or "")
         table.add_row(*(Text(safe_text(cell)) for cell in cells))
     return table
 
 
-def _where(found: Stuck | None) -> tuple[str, str, str]:
-    if found is None:
-        return ("", "", "")
-    event = f"{found.topic} {found.originator_id} v{found.version}"
-    return (str(found.position), event, found.reason)
+def _stuck(stuck: list[Projection]) -> str:
+    first = min(stuck, key=lambda view: (view.stuck_at or 0, view.name))
+    more = len(stuck) - 1
+    others = f" (and {more} more: see the table above)" if more else ""
+    return (
+        f"projection {first.name} cannot apply the event at position {first.stuck_at}: "
+        f"{first.error}; nothing after it is projected until that event is repaired{others}"
+    )
 
 
 def _known(names: list[str] | None) -> None:

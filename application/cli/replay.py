@@ -9,15 +9,14 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import TONE_STYLE, cleanup_text, console
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, moment
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
-from runledger.application.reading import shapes
-from runledger.application.services.history import Replay
+from runledger.application.reading.schemas.history import Replay
 from runledger.domain.run import ended
 
 STATE_STYLE = {state: TONE_STYLE[said.tone] for state, said in words.STATE.items()}
@@ -32,11 +31,11 @@ def replay(
 ) -> None:
     """The audit trail of a run's cleanup, in store order."""
     when = guarded(lambda: moment("--as-of", as_of))
-    with guarded(bootstrap) as rl:
-        found = guarded(lambda: rl.history.replay(run_id, when, entry))
-        if as_json:
-            print_json(shapes.replay(found))
-            return
+    with guarded(opened) as door:
+        found = guarded(lambda: door.replay(run_id, when, entry))
+    if as_json:
+        print_json(found)
+    else:
         _show_replay(run_id, found)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
@@ -10,23 +9,20 @@ import typer
 from rich.text import Text
 
 from runledger.application import words
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli import exits
 from runledger.application.cli.answers import RunLog, print_json
-from runledger.application.cli.console import LOG_LINES, cleanup_text, console, show_runs
-from runledger.application.cli.errors import Usage, guarded
+from runledger.application.cli.console import LOG_LINES, cleanup_text, console, show_details
+from runledger.application.cli.doors import opened
+from runledger.application.cli.errors import guarded
 from runledger.application.cli.options import AsJson, moment, typed, within
 from runledger.application.cli.tables import Table
-from runledger.application.display import safe_repr, safe_text
-from runledger.application.errors import BadQuery
-from runledger.application.reading import shapes
-from runledger.application.reading.answers import MAX_PAGE, Answers
+from runledger.application.display import safe_text
+from runledger.application.reading.answers import MAX_PAGE
 from runledger.application.reading.schemas import runs as schemas
 from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupFilter
 from runledger.projections.pages import RunFilter
-from runledger.projections.queries import Queries
 
 MAX_LOG_LINES = 10_000
 WIDE = 110
@@ -51,8 +47,8 @@ def runs(
     guarded(lambda: within("--limit", limit, MAX_PAGE))
     guarded(lambda: typed("--name", name))
     where = RunFilter(status, cleanup_status, name)
-    with guarded(bootstrap) as rl:
-        page = guarded(lambda: _page(rl.answers, where, limit, cursor))
+    with guarded(opened) as door:
+        page = guarded(lambda: door.run_page(where, limit, cursor))
     if as_json:
         print_json(page)
     elif not page.items:
@@ -70,13 +66,6 @@ def runs(
 
 def _more(cursor: str) -> Text:
     return Text.assemble("More runs follow: run this again with ", (f"--cursor {cursor}", "bold"))
-
-
-def _page(answers: Answers, where: RunFilter, limit: int, cursor: str | None) -> schemas.RunPage:
-    try:
-        return answers.run_page(where, limit, cursor)
-    except BadQuery:
-        raise Usage(f"--cursor {safe_repr(cursor)} is not a cursor runs gave out") from None
 
 
 def _lines(run: schemas.RunSummary) -> Text:
@@ -119,27 +108,12 @@ def log(
     """Show one run's log: its last lines, and what is left to give back."""
     guarded(lambda: within("--limit", limit, MAX_LOG_LINES))
     start = guarded(lambda: moment("--since", since))
-    with guarded(bootstrap) as rl:
-        row = guarded(lambda: rl.answers.known_run(run_id))
-        if as_json:
-            detail = guarded(lambda: rl.answers.run_detail(run_id))
-            print_json(RunLog(run=detail, log=_log_page(rl.queries, run_id, limit, start)))
-        else:
-            show_runs(console, rl.answers, [run_id], with_log=True, limit=limit, since=start)
-    if row.cleanup_status == "incomplete":
+    with guarded(opened) as door:
+        detail = guarded(lambda: door.run_detail(run_id))
+        lines = guarded(lambda: door.log_page(run_id, limit, start))
+    if as_json:
+        print_json(RunLog(run=detail, log=lines))
+    else:
+        show_details(console, [(detail, lines)], limit=limit)
+    if detail.run.cleanup_status == "incomplete":
         raise typer.Exit(exits.CLEANUP_INCOMPLETE)
-
-
-def _log_page(
-    queries: Queries, run_id: UUID, limit: int, since: datetime | None
-) -> schemas.LogPage:
-    """The lines the screen shows, as the API's page of them: ``earlier`` is there when lines
-    before these exist (whether --since or --limit left them out)."""
-    lines = queries.log(run_id, limit=limit, since=since)
-    total = queries.log_size(run_id)
-    return schemas.LogPage(
-        run_id=run_id,
-        lines=[shapes.log_line(line) for line in lines],
-        total=total,
-        earlier=lines[0].position if lines and total > len(lines) else None,
-    )

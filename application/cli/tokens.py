@@ -1,4 +1,5 @@
-"""`runledger token`: issue, list and revoke the API's bearer tokens from a shell on the store."""
+"""`runledger token`: issue, list and revoke the API's bearer tokens: on the store directly (the
+first admin token is made so), or through a server as an admin."""
 
 from __future__ import annotations
 
@@ -7,15 +8,14 @@ from uuid import UUID
 
 import typer
 
-from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.answers import print_json
 from runledger.application.cli.console import console
+from runledger.application.cli.doors import opened
 from runledger.application.cli.errors import guarded
-from runledger.application.cli.keyed import IdempotencyKey, once, terminal_person
+from runledger.application.cli.keyed import IdempotencyKey
 from runledger.application.cli.options import AsJson, person_checked, role_checked
 from runledger.application.cli.tables import Table
 from runledger.application.display import safe_text
-from runledger.application.reading.schemas.tokens import IssuedToken, Token
 from runledger.domain.token import ROLES
 
 ROLE_HELP = (
@@ -38,16 +38,8 @@ def create(
 ) -> None:
     """Issue a token; its secret is printed once and never stored. Under --idempotency-key a
     repeat issues nothing and is refused, naming the token (its secret was not kept)."""
-    by = terminal_person()
-    with guarded(bootstrap) as rl:
-        answer = once(
-            rl.once,
-            (idempotency_key, by, "/admin/tokens", {"name": name, "role": role}),
-            lambda: IssuedToken.model_validate(rl.tokens.issue(name, role, by=by)),
-            IssuedToken,
-            201,
-            IssuedToken.withheld,
-        )
+    with guarded(opened) as door:
+        answer = guarded(lambda: door.issue_token(name, role, idempotency_key))
     if as_json:
         print_json(answer)
         return
@@ -59,8 +51,8 @@ def create(
 @app.command("list")
 def listing(as_json: AsJson = False) -> None:
     """Every token ever issued, with who issued it and whether it is revoked."""
-    with guarded(bootstrap) as rl:
-        found = [Token.model_validate(t) for t in guarded(rl.tokens.listing)]
+    with guarded(opened) as door:
+        found = guarded(door.tokens)
     if as_json:
         print_json(found)
         return
@@ -87,10 +79,9 @@ def revoke(
     token_id: Annotated[UUID, typer.Argument(help="the token's id")], as_json: AsJson = False
 ) -> None:
     """Revoke a token: requests carrying it are refused from now on."""
-    with guarded(bootstrap) as rl:
-        guarded(lambda: rl.tokens.revoke(token_id, by=terminal_person()))
-        found = [Token.model_validate(t) for t in rl.tokens.listing() if t.token_id == token_id]
+    with guarded(opened) as door:
+        found = guarded(lambda: door.revoke_token(token_id))
     if as_json:
-        print_json(found[0])
+        print_json(found)
     else:
         console.print(f"revoked {token_id}")

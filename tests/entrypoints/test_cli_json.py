@@ -4,7 +4,10 @@ failure, usage and "cleanup incomplete", --help lists them and the environment, 
 shows a dataclass's repr.
 
 Commands run in-process through ``runledger.application.cli.app.run`` (what ``main`` runs), on
-the sandbox world in the test's folder; the few about the process itself run it as one.
+the sandbox world in the test's folder; the few about the process itself run it as one. Each
+test runs twice: on the store directly, and through a server (the API served in this process
+over the same store, tests/support/remote_cli.py), its --by dropped for a token naming that
+person, with the same expectations: a command says the same either way.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import pytest
@@ -28,8 +31,9 @@ from runledger.application.cli import answers, exits
 from runledger.application.cli.app import app, run
 from runledger.application.cli.console import console
 from runledger.application.reading.schemas import fleet, history, runs, tokens
-from runledger.application.settings import ENV_NAMES
+from runledger.application.settings import ENV_NAMES, Settings
 from tests.entrypoints.test_cli import RUNLEDGER
+from tests.support.remote_cli import Served, without_by
 
 NO_JSON = {"demo", "runner", "serve"}
 """Exempt: a story told in words, and two long-lived processes whose output is their log."""
@@ -45,7 +49,20 @@ class Done:
     err: str
 
 
-Cli = Callable[..., Done]
+class Cli(Protocol):
+    mode: str
+    """``direct`` (the store opened by the command) or ``remote`` (through the API)."""
+
+    def __call__(self, *args: str, code: int = 0) -> Done: ...
+
+
+@dataclass
+class Invoker:
+    mode: str
+    invoke: Callable[..., Done]
+
+    def __call__(self, *args: str, code: int = 0) -> Done:
+        return self.invoke(*args, code=code)
 
 
 def spec(name: str, kind: str = "crow", advance: str = "auto") -> dict[str, Any]:
@@ -53,25 +70,34 @@ def spec(name: str, kind: str = "crow", advance: str = "auto") -> dict[str, Any]
     return {"name": name, "phases": [{"id": "p", "advance": advance, "steps": [step]}]}
 
 
-@pytest.fixture(name="cli")
+@pytest.fixture(name="cli", params=["direct", "remote"])
 def cli_fixture(
+    request: pytest.FixtureRequest,
     store_url: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> Iterator[Cli]:
-    """Run a command in-process on the test's store and sandbox world: its exit code and output."""
+    """Run a command in-process on the test's store and sandbox world (directly, or through a
+    server over them): its exit code and output."""
     for name in [n for n in os.environ if n.startswith("RUNLEDGER_")]:
         monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no one's saved context
     monkeypatch.setenv("RUNLEDGER_DATABASE_URL", store_url)
     monkeypatch.setenv("RUNLEDGER_SANDBOX_PATH", str(tmp_path / "sandbox.sqlite3"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(console, "width", 200)  # as wide as the subprocess tests' COLUMNS
     shown: list[str] = []
+    served = Served(Settings.from_env()) if request.param == "remote" else None
 
     def invoke(*args: str, code: int = 0) -> Done:
+        said_args = list(args)
+        if served is not None:
+            said_args, person = without_by(args)
+            for name, value in served.env(person).items():
+                monkeypatch.setenv(name, value)
         capsys.readouterr()
-        found = run(list(args))
+        found = run(said_args)
         said = capsys.readouterr()
         done = Done(int(found or 0), said.out, said.err)
         assert done.code == code, (args, done)
@@ -80,7 +106,11 @@ def cli_fixture(
             shown.append(done.out + done.err)
         return done
 
-    yield invoke
+    try:
+        yield Invoker(request.param, invoke)
+    finally:
+        if served is not None:
+            served.close()
     reprs = [out for out in shown if REPR.search(out.replace("\n", " "))]
     assert reprs == [], "a command printed a repr"
 
@@ -138,7 +168,9 @@ def test_reading_commands_print_the_api_s_answers(cli: Cli, tmp_path: Path) -> N
     entry = next(g.entries[0] for g in shown.run.entries if g.state == "failing")
     stepped = parsed(history.EntryHistory, cli("step", str(entry.entry_id), "--json"))
     assert stepped.entry_id == entry.entry_id and len(stepped.frames) == stepped.total
-    one = parsed(history.EntryHistory, cli("step", entry.ref, "--at", "1", "--json"))
+    # A ref is looked up on the store directly; through a server an entry is named by its id.
+    named = entry.ref if cli.mode == "direct" else str(entry.entry_id)
+    one = parsed(history.EntryHistory, cli("step", named, "--at", "1", "--json"))
     assert [f.version for f in one.frames] == [1]
     [module] = parsed(list[fleet.Module], cli("modules", "--json"))
     assert (module.name, module.status) == ("sandbox", "loaded")
@@ -204,8 +236,9 @@ def test_acting_commands_print_the_api_s_answers(cli: Cli, tmp_path: Path) -> No
 def test_token_and_sandbox_commands_print_json(cli: Cli) -> None:
     issued = parsed(tokens.IssuedToken, cli("token", "create", "vera", "--json"))
     assert issued.secret and issued.role == "viewer"
-    [listed] = parsed(list[tokens.Token], cli("token", "list", "--json"))
-    assert listed.token_id == issued.token_id and listed.revoked_at is None
+    # Through a server, the token the command speaks with is listed too.
+    listed = {t.token_id: t for t in parsed(list[tokens.Token], cli("token", "list", "--json"))}
+    assert listed[issued.token_id].revoked_at is None
     revoked = parsed(tokens.Token, cli("token", "revoke", str(issued.token_id), "--json"))
     assert revoked.revoked_at is not None
     changed = parsed(answers.Changed, cli("sandbox", "set", "weather:north", "hail", "--json"))
@@ -272,8 +305,9 @@ def test_exit_codes_say_success_failure_usage_and_cleanup_incomplete(
     mended = cli("cleanup", str(broken), "--by", "ops").out
     assert "reverted 2" in mended and "cleanup ✓ nothing left" in mended
     cli("log", str(broken))
-    for usage in (["cleanup", str(broken)], ["cleanup", str(broken), "--by", "x", "--plan"]):
-        cli(*usage, code=exits.USAGE)
+    cli("cleanup", str(broken), "--by", "x", "--plan", code=exits.USAGE)
+    if cli.mode == "direct":  # through a server the token names who asks
+        cli("cleanup", str(broken), code=exits.USAGE)
 
 
 def test_tick_says_what_it_did_in_words(cli: Cli, tmp_path: Path) -> None:
@@ -286,6 +320,7 @@ def test_tick_says_what_it_did_in_words(cli: Cli, tmp_path: Path) -> None:
     assert "Report(" not in said and "Summary(" not in said
 
 
+@pytest.mark.parametrize("cli", ["direct"], indirect=True)
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_help_lists_the_exit_codes_and_the_environment(cli: Cli) -> None:
     top = cli("--help").out
@@ -366,6 +401,7 @@ def test_the_runner_logs_one_json_object_per_line_when_asked(
         runner.wait(timeout=30)
 
 
+@pytest.mark.parametrize("cli", ["direct"], indirect=True)  # it names the store's own trouble
 def test_with_json_a_refusal_is_json_on_stdout_as_the_api_says_it_and_keeps_its_exit_code(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
