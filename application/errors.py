@@ -11,6 +11,8 @@ from runledger.domain.text import safe_text
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck, RunledgerError
 
 __all__ = [
+    "DRIVER_ERRORS",
+    "RETRY_AFTER_S",
     "BadQuery",
     "BadRequest",
     "CannotCatchUp",
@@ -82,6 +84,14 @@ STORE_ERRORS: tuple[type[BaseException], ...] = (
 )
 """What a driver raises when the store itself is in trouble."""
 
+DRIVER_ERRORS: tuple[type[Exception], ...] = (PersistenceError, psycopg.Error, sqlite3.Error)
+"""What the store's drivers raise, for a front end to answer as the store's trouble (503) rather
+than as its own failure (500): STORE_ERRORS less OSError, which is not only the store's."""
+
+RETRY_AFTER_S = 5
+"""What a 503 for the store's trouble tells a client to wait (Retry-After), in seconds: about
+one wait for a connection, in which the pool tries again."""
+
 OUTAGES: tuple[type[BaseException], ...] = (
     OperationalError,
     InterfaceError,
@@ -114,6 +124,8 @@ def store_error(error: BaseException, display: str, path: str | None = None) -> 
         return _postgres(cause, display, text)
     if isinstance(cause, OSError):
         return _os(cause, display, text)
+    if isinstance(cause, OperationalError | InterfaceError):  # the library's, of a connection
+        return StoreUnavailable(f"cannot reach the {display}: {text}")
     return StoreError(f"the {display} failed: {text}")
 
 

@@ -17,6 +17,8 @@ from starlette.exceptions import HTTPException
 
 from runledger.application.api.problems import problem
 from runledger.application.errors import (
+    DRIVER_ERRORS,
+    RETRY_AFTER_S,
     BadQuery,
     BadRequest,
     Conflict,
@@ -24,6 +26,7 @@ from runledger.application.errors import (
     NotInitialised,
     ProjectionStuck,
     StoreError,
+    store_error,
 )
 from runledger.domain.errors import DomainError
 from runledger.domain.text import safe_text
@@ -107,10 +110,23 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(NotInitialised)
     @app.exception_handler(ProjectionStuck)
     def unavailable(_: Request, error: Exception) -> JSONResponse:
-        log.warning("store trouble: %s", safe_text(str(error), 500))
-        return _answer(503, error)
+        # Not logged here: an outage meets every request, and the store's pool says once when
+        # it starts and once when it ends (store/outage.py).
+        log.debug("store trouble: %s", safe_text(str(error), 500))
+        return _answer(503, error, {"Retry-After": str(RETRY_AFTER_S)})
+
+    for driver_error in DRIVER_ERRORS:
+        app.add_exception_handler(driver_error, _driver_trouble)
 
     @app.exception_handler(Exception)
     def failed(_: Request, error: Exception) -> JSONResponse:
         # Starlette logs the traceback; the client is told only that it was not its fault.
         return problem(500, "the server failed to answer this request; its log says why")
+
+
+def _driver_trouble(_: Request, error: Exception) -> JSONResponse:
+    """A driver's error that no service put in words (a connection cut under a read): the
+    store's trouble in one sentence, never a traceback."""
+    said = store_error(error, "store")
+    log.debug("store trouble: %s", safe_text(str(said), 500))
+    return _answer(503, said, {"Retry-After": str(RETRY_AFTER_S)})

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
 from runledger.application.runledger import Runledger
+from runledger.application.web import unreachable
 from runledger.application.web.forms import Utf8Forms
 from runledger.application.web.render import HERE, page
 from runledger.application.web.routes import (
@@ -75,6 +76,7 @@ def install(app: FastAPI, rl: Runledger) -> None:
         app.include_router(router)
     for kind, handler in list(app.exception_handlers.items()):
         app.exception_handlers[kind] = _pages_first(handler)
+    unreachable.install(app, is_console)
     app.exception_handlers[SignInFirst] = _sign_in_first
     app.exception_handlers[Refused] = _refused
 
