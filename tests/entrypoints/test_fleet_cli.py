@@ -1,5 +1,6 @@
-"""`runledger runners` through the real CLI, and a real `runledger runner` process recording
-itself: live while it ticks, stopped after SIGTERM."""
+"""`runledger runners` through the real CLI, on the store directly and through a server (the API
+served in the test's process), and a real `runledger runner` process recording itself: live
+while it ticks, stopped after SIGTERM."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from runledger.application.bootstrap import bootstrap
+from runledger.application.cli.keyed import terminal_person
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.entrypoints.test_cli import RUNLEDGER
 from tests.support.forked_cli import ForkedCli
+from tests.support.remote_cli import Served
 
 HOSTILE = "[red]x[/red]<script>\x1b[2J"
 
@@ -33,14 +36,29 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
     forked.close()
 
 
-@pytest.fixture
-def cli(server: ForkedCli) -> Cli:
+@pytest.fixture(params=["direct", "remote"])
+def cli(request: pytest.FixtureRequest, server: ForkedCli) -> Iterator[Cli]:
+    served: dict[str, Served] = {}
+
+    def through(folder: Path, url: str) -> dict[str, str]:
+        if url not in served:
+            sandbox = {"RUNLEDGER_SANDBOX_PATH": str(folder / "sandbox.sqlite3")}
+            served[url] = Served(Settings(database_url=url, module_settings=sandbox))
+        return served[url].env(terminal_person())
+
     def run(folder: Path, url: str, *args: str) -> str:
-        done = server.run(*args, cwd=folder, env={"RUNLEDGER_DATABASE_URL": url})
+        env = {"RUNLEDGER_DATABASE_URL": url, "XDG_CONFIG_HOME": str(folder / "config")}
+        if request.param == "remote":
+            env |= through(folder, url)
+        done = server.run(*args, cwd=folder, env=env)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
         return done.stdout
 
-    return run
+    try:
+        yield run
+    finally:
+        for one in served.values():
+            one.close()
 
 
 def tick(folder: Path, url: str, worker: str) -> None:
