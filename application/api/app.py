@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from runledger import __version__
-from runledger.application.api import documented, errors
+from runledger.application.api import docs, documented, errors
 from runledger.application.api.allowed import Allowed
 from runledger.application.api.routes import (
     bulk,
@@ -30,7 +30,14 @@ recorded in the name the token carries."""
 
 def routes() -> FastAPI:
     """The application's routes and schemas, bound to no store: what the OpenAPI document says."""
-    app = FastAPI(title="runledger", version=__version__, description=DESCRIPTION)
+    # Swagger UI is docs.py's, self-hosted under a CSP; FastAPI's own would load it from a CDN.
+    app = FastAPI(
+        title="runledger",
+        version=__version__,
+        description=DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+    )
     for router in (
         runs.router,
         decisions.router,
@@ -40,6 +47,7 @@ def routes() -> FastAPI:
         occurrences.router,
         fleet.router,
         health.router,
+        docs.router,
     ):
         app.include_router(router)
     errors.install(app)

@@ -3,12 +3,13 @@ services' aliases are application/deps.py's, shared with the console)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from runledger.application.brake import BrakeDep
+from runledger.application.brake import Brake, BrakeDep
 from runledger.application.deps import TokensDep
 from runledger.application.forwarded import ClientAddress
 from runledger.application.services.tokens import Actor
@@ -21,9 +22,19 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 def holder(
     tokens: TokensDep, brake: BrakeDep, address: ClientAddress, credentials: Credentials
 ) -> Actor | None:
-    """The holder of the bearer token sent, or None (none sent, or a wrong one). A wrong token
-    counts against the client's address; a braked address is refused before its token is even
-    looked at, so a right token from it waits too."""
+    """The holder of the bearer token sent, or None (none sent, or a wrong one)."""
+    return checked(brake, address, credentials, tokens.identify)
+
+
+def checked(
+    brake: Brake,
+    address: str,
+    credentials: HTTPAuthorizationCredentials | None,
+    identify: Callable[[str], Actor | None],
+) -> Actor | None:
+    """``identify``'s answer for the token sent, or None. A wrong token counts against the
+    client's address; a braked address is refused before its token is even looked at, so a
+    right token from it waits too."""
     if credentials is None:
         return None
     wait = brake.wait_s(address, "api")
@@ -33,7 +44,7 @@ def holder(
             detail=f"too many wrong tokens from this address: try again in {wait} s",
             headers={"Retry-After": str(wait)},
         )
-    actor = tokens.identify(credentials.credentials)
+    actor = identify(credentials.credentials)
     if actor is None:
         brake.failed(address)
     return actor

@@ -30,6 +30,7 @@ from runledger.application.web.routes import (
     runs,
     signin,
 )
+from runledger.application.web.secure_cookie import SecureCookie
 from runledger.application.web.session import COOKIE, Refused, SignInFirst, sign_in_url
 from runledger.domain.text import safe_text
 
@@ -69,7 +70,13 @@ def install(app: FastAPI, rl: Runledger) -> None:
         session_cookie=COOKIE,
         max_age=None,
         same_site="strict",
-        https_only=False,
+        https_only=False,  # per request, by SecureCookie around it
+    )
+    app.add_middleware(
+        SecureCookie,
+        cookie=COOKIE,
+        always=rl.settings.cookie_secure,
+        trusted=rl.settings.trusted_proxies,
     )
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     for router in ROUTERS:

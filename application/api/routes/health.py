@@ -1,17 +1,28 @@
-"""Liveness, readiness and metrics: open to the load balancer and the scraper, no token."""
+"""Liveness, readiness and metrics: open to the load balancer and the scraper, no token. Without
+one, readiness says only ready or not; what the store is and why a check failed are for a
+token's holder (any role)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
 
+from runledger.application.api.deps import Credentials, checked
+from runledger.application.brake import BrakeDep
 from runledger.application.deps import ProjectorDep, SettingsDep
 from runledger.application.errors import STORE_ERRORS, RunledgerError
+from runledger.application.forwarded import ClientAddress
 from runledger.application.reading.schemas import fleet
+from runledger.application.runledger import Runledger
+from runledger.application.services.tokens import Actor, Tokens
 from runledger.application.settings import Settings, store_config
 from runledger.domain.text import safe_text
 from runledger.projections.read_model import ReadModel
+from runledger.projections.tokens import TokenRows
 
 router = APIRouter(tags=["health"])
 
@@ -22,15 +33,54 @@ def healthz() -> fleet.Health:
     return fleet.Health(status="ok")
 
 
-@router.get("/readyz", response_model=fleet.Readiness, responses={503: {"model": fleet.Readiness}})
-def readyz(projector: ProjectorDep, settings: SettingsDep) -> JSONResponse:
+class Ready(BaseModel):
+    """Readiness as anyone may read it: ready or not, nothing about the store."""
+
+    ready: bool
+
+
+READINESS = fleet.Readiness | Ready
+
+
+@router.get(
+    "/readyz",
+    response_model=READINESS,
+    responses={503: {"model": READINESS}},
+    openapi_extra={"security": [{}]},  # with the bearer scheme: a token is optional here
+)
+def readyz(
+    request: Request,
+    projector: ProjectorDep,
+    settings: SettingsDep,
+    brake: BrakeDep,
+    address: ClientAddress,
+    credentials: Credentials,
+) -> JSONResponse:
     """The store answers, no projection is stuck, and none is more than RUNLEDGER_READY_LAG
-    events behind (10,000 unless set)."""
+    events behind (10,000 unless set). With a valid bearer token (any role), each check and
+    its detail; without one, only `ready`."""
     checks = [_store(projector, settings)]
     if checks[0].ok:
         checks.append(_projections(projector, settings.ready_lag))
     ready = fleet.Readiness(ready=all(c.ok for c in checks), checks=checks)
-    return JSONResponse(ready.model_dump(mode="json"), status_code=200 if ready.ready else 503)
+    holder = checked(brake, address, credentials, _as_the_view_stands(request.app.state.rl))
+    said = ready if holder is not None else Ready(ready=ready.ready)
+    return JSONResponse(said.model_dump(mode="json"), status_code=200 if ready.ready else 503)
+
+
+def _as_the_view_stands(rl: Runledger) -> Callable[[str], Actor | None]:
+    """Tokens read from their view as it stands, never caught up first: a probe applies
+    nothing, and a stuck projection must not hide why from a token's holder. A store that
+    cannot say checks no token: the answer is then only `ready`."""
+    tokens = Tokens(app=rl.app, rows=TokenRows(rl.backend, fresh=lambda: 0), clock=rl.clock)
+
+    def identify(secret: str) -> Actor | None:
+        try:
+            return tokens.identify(secret)
+        except (RunledgerError, *STORE_ERRORS):  # type: ignore[misc]
+            return None
+
+    return identify
 
 
 def _store(projector: ReadModel, settings: Settings) -> fleet.Check:
