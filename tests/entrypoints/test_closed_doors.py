@@ -24,9 +24,22 @@ from tests.support.api_support import (
     serving,
     shard_fixture,
 )
-from tests.support.console_support import live_server, unfrozen_clock_fixture
+from tests.support.console_support import (
+    Browsing,
+    browser_fixture,
+    browsing_fixture,
+    live_server,
+    unfrozen_clock_fixture,
+)
 
-__all__ = ["api_fixture", "api_rl_fixture", "shard_fixture", "unfrozen_clock_fixture"]
+__all__ = [
+    "api_fixture",
+    "api_rl_fixture",
+    "browser_fixture",
+    "browsing_fixture",
+    "shard_fixture",
+    "unfrozen_clock_fixture",
+]
 
 PROXY = "10.0.0.2"
 
@@ -88,6 +101,20 @@ def test_the_docs_are_served_by_runledger_under_a_content_security_policy(api: A
     script = next(a for a in assets if a.endswith(".js"))
     assert "SwaggerUIBundle" in api.get(script, None).text
     assert api.get("/redoc", None).status_code == 404  # off: it would load from a CDN too
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # the page is the same on both
+def test_swagger_ui_runs_in_chromium_under_its_policy_asking_no_other_origin(
+    browsing: Browsing,
+) -> None:
+    page = browsing.open()
+    said: list[str] = []
+    page.on("console", lambda message: said.append(f"{message.type}: {message.text}"))
+    page.on("request", lambda r: None if r.url.startswith(browsing.url) else said.append(r.url))
+    page.goto(browsing.url + "/docs")
+    page.wait_for_selector(".opblock")
+    assert page.locator(".opblock").count() > 30
+    assert said == []  # a CSP violation is a console error; another origin, a request
 
 
 def test_the_docs_policy_is_the_consoles_with_only_the_start_script_and_data_images(
