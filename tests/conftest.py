@@ -17,9 +17,18 @@ from runledger.application.settings import Settings
 from scripts.pg import PG_ADMIN as PG_ADMIN
 from scripts.pg import drop_pg_url as drop_pg_url
 from scripts.pg import new_pg_url as new_pg_url
-from tests.support.game import NO_BACKOFF, SPAWN, START, Clock, Game, runledgers
-from tests.support.playing import BUILD, ZONE, PlayWorld
-from tests.support.playing import SPAWN as WORLD_SPAWN
+from tests.support.playing import (
+    BUILD,
+    GAME,
+    GAME_SPAWN,
+    NO_BACKOFF,
+    SPAWN,
+    START,
+    ZONE,
+    Clock,
+    runledgers,
+)
+from tests.support.world import World
 
 # pytest times tests by _pytest.timing's own perf_counter: a frozen one made every test take
 # ~1.8e9 s in --durations. Left alone, it keeps real time (nothing else reads it).
@@ -121,23 +130,23 @@ def clock() -> Iterator[Clock]:
 
 
 @pytest.fixture
-def game(registry: Registry) -> Game:
-    """The game world with its spawn action and weather lease registered."""
-    game = Game()
-    game.install(registry, SPAWN)
+def game(registry: Registry) -> World:
+    """The World as the module game, with its spawn action and weather lease registered."""
+    game = World(name=GAME)
+    game.install(registry, GAME_SPAWN)
     return game
 
 
 @pytest.fixture
-def world(registry: Registry) -> PlayWorld:
-    """The scripted World with its spawn, build and zone actions and its weather lease."""
-    world = PlayWorld()
-    world.install(registry, WORLD_SPAWN, BUILD, ZONE)
+def world(registry: Registry) -> World:
+    """The World, with its spawn, build and zone actions and its weather lease registered."""
+    world = World()
+    world.install(registry, SPAWN, BUILD, ZONE)
     return world
 
 
 @pytest.fixture
-def opened(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator[Opener]:
+def opened(store_url: str, registry: Registry, clock: Clock, game: World) -> Iterator[Opener]:
     """Open runledgers on the test's store, all on the test's clock."""
     with runledgers(store_url, registry, clock) as open_one:
         yield open_one

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from runledger.application.runledger import Runledger
-from tests.support.game import Clock, phase, spec
-from tests.support.playing import PlayWorld, key, makes
+from tests.support.playing import Clock, key, makes, phase, spec
+from tests.support.world import World
 
 
 def test_a_completed_run_is_given_back_and_reads_complete(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = rl.runs.start(spec(phase("p1", makes("spawn", "c1"), advance="manual")))
     rl.runs.advance_leg("w1")  # the step is dispatched: the world makes c1, the ledger records it

@@ -19,12 +19,10 @@ from runledger.application.runledger import Runledger
 from runledger.domain.backoff import Backoff
 from runledger.domain.resource import Resource
 from runledger.domain.step import step_of_key
-from tests.support.game import SPAWN as GAME_SPAWN
-from tests.support.game import Clock, Game, phase, spec, step, throws
 from tests.support.playing import (
+    GAME_SPAWN,
     SPAWN,
-    PlayWorld,
-    answering,
+    Clock,
     ended,
     ended_run,
     key,
@@ -32,8 +30,12 @@ from tests.support.playing import (
     made,
     makes,
     override,
+    phase,
+    spec,
+    step,
 )
 from tests.support.reading import entry, lines, row, status, the_step
+from tests.support.world import World, answering, throws
 
 Factory = Callable[..., Runledger]
 SLOW = {"retry_delays_s": (5.0, 30.0), "retry_jitter": 0.0, "max_revert_attempts": 3}
@@ -77,10 +79,10 @@ def test_an_entry_is_not_retryable_before_its_next_attempt() -> None:
 
 
 def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(**SLOW)
-    world.answer(SPAWN, answering({"ok": False, "error": "the shard is busy"}))
+    world.answer("revert", SPAWN, answering({"ok": False, "error": "the shard is busy"}))
     run, [c1] = ended_run(rl, ["c1"])
     start = rl.clock()
     seen = []
@@ -111,10 +113,10 @@ def test_automatic_attempts_come_at_their_back_off_times_and_none_before(
 
 
 def test_the_next_attempt_is_shown_beside_the_entry(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(**SLOW)
-    world.answer(SPAWN, answering({"ok": False, "error": "the shard is busy"}))
+    world.answer("revert", SPAWN, answering({"ok": False, "error": "the shard is busy"}))
     run, _ = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     out = io.StringIO()
@@ -126,11 +128,11 @@ def test_the_next_attempt_is_shown_beside_the_entry(
 
 
 def test_a_person_asking_again_does_not_wait_for_the_back_off(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(**SLOW)
     answers = iter([{"ok": False, "error": "the shard is busy"}, {"ok": True}])
-    world.answer(SPAWN, lambda resources, key: next(answers))
+    world.answer("revert", SPAWN, lambda resources, key: next(answers))
     run, [c1] = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     assert entry(rl, c1).next_attempt is not None
@@ -140,10 +142,10 @@ def test_a_person_asking_again_does_not_wait_for_the_back_off(
 
 
 def test_a_failed_step_waits_for_its_back_off_before_it_is_dispatched_again(
-    opened: Callable[..., Runledger], game: Game, clock: Clock
+    opened: Callable[..., Runledger], game: World, clock: Clock
 ) -> None:
     rl = opened(retry_delays_s=(5.0, 30.0), retry_jitter=0.0)
-    game.script(GAME_SPAWN, throws("the shard is restarting"))
+    game.script("perform", GAME_SPAWN, throws("the shard is restarting"))
     run = rl.runs.start(spec(phase("only", step("boss", GAME_SPAWN))))
     runner = rl.runner("w1")
     runner.tick()
@@ -161,11 +163,15 @@ def test_a_failed_step_waits_for_its_back_off_before_it_is_dispatched_again(
 
 
 def test_a_restore_that_finds_the_baseline_in_place_has_given_it_back(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     # The first restore answered ok and its runner died before saving the verdict: the repeat
     # finds the baseline ("clear") where it expected the run's value ("storm").
-    world.restore_answer = lambda baseline, expected, target: {"drifted": True, "current": "clear"}
+    world.answer(
+        "restore",
+        world.lease,
+        lambda baseline, expected, target: {"drifted": True, "current": "clear"},
+    )
     run = ended(rl, leases(), name="weather only")
     held = override(run)
     rl.cleanup.sweep("w1")
@@ -175,13 +181,17 @@ def test_a_restore_that_finds_the_baseline_in_place_has_given_it_back(
 
 
 def test_a_drift_to_another_value_is_still_a_drift_and_a_later_ask_finds_it_restored(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     current = {"value": "hail"}
-    world.restore_answer = lambda baseline, expected, target: {
-        "drifted": True,
-        "current": current["value"],
-    }
+    world.answer(
+        "restore",
+        world.lease,
+        lambda baseline, expected, target: {
+            "drifted": True,
+            "current": current["value"],
+        },
+    )
     run = ended(rl, leases(), name="weather only")
     held = override(run)
     rl.cleanup.sweep("w1")
@@ -192,7 +202,7 @@ def test_a_drift_to_another_value_is_still_a_drift_and_a_later_ask_finds_it_rest
 
 
 def test_a_pass_claims_each_group_right_before_its_call_and_saves_its_verdict_right_after(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = ended(rl, *(makes(f"s{i}", f"c{i}") for i in range(6)), name="six groups")
     groups = {key(run, f"s{i}"): made(run, f"s{i}", f"c{i}") for i in range(6)}
@@ -204,7 +214,7 @@ def test_a_pass_claims_each_group_right_before_its_call_and_saves_its_verdict_ri
         seen[idempotency_key] = {e.ref: (e.state, e.attempts) for e in loaded.values()}
         return {"ok": True}
 
-    world.answer(SPAWN, look)
+    world.answer("revert", SPAWN, look)
     rl.cleanup.sweep("w1")
     order = [step_of_key(k) for k in seen]  # in the order of the calls
     assert len(order) == 6

@@ -20,12 +20,10 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.domain.resource import Resource
 from tests.support.by_hand import claim
-from tests.support.game import Clock, runledgers
 from tests.support.playing import (
     BUILD,
     SPAWN,
-    PlayWorld,
-    answering,
+    Clock,
     complete,
     ended,
     ended_run,
@@ -35,13 +33,13 @@ from tests.support.playing import (
     made,
     makes,
     override,
-    performs,
     placeholder,
     play,
+    runledgers,
     start,
 )
 from tests.support.reading import entry, lines, status, wall
-from tests.support.world import hang, throw
+from tests.support.world import World, answering, hangs, throws
 
 Factory = Callable[..., Runledger]
 
@@ -49,7 +47,7 @@ Factory = Callable[..., Runledger]
 def served_elsewhere(store_url: str, clock: Clock, *steps: dict[str, Any]) -> UUID:
     """A completed run made by a process whose modules this one has not loaded."""
     registry = Registry()
-    PlayWorld(name="gone").install(registry, "gone.spawn")
+    World(name="gone").install(registry, "gone.spawn")
     with runledgers(store_url, registry, clock) as open_one:
         return ended(open_one(), *steps)
 
@@ -57,14 +55,14 @@ def served_elsewhere(store_url: str, clock: Clock, *steps: dict[str, Any]) -> UU
 # --- the reference's three defects, as regressions ---------------------------------------------
 
 
-def test_a_lease_only_run_is_given_back(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def test_a_lease_only_run_is_given_back(rl: Runledger, world: World, clock: Clock) -> None:
     seen: list[tuple[Any, Any, str]] = []
 
     def restore(baseline: Any, expected: Any, target: str) -> Any:
         seen.append((baseline, expected, target))
         return {"ok": True}
 
-    world.restore_answer = restore
+    world.answer("restore", world.lease, restore)
     run = ended(rl, leases(), name="weather only")
     held = override(run)
     assert status(rl, run) == "pending"
@@ -77,10 +75,10 @@ def test_a_lease_only_run_is_given_back(rl: Runledger, world: PlayWorld, clock: 
 
 
 def test_three_attempts_are_three_real_calls_on_three_sweeps(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(max_revert_attempts=3)
-    world.answer(SPAWN, answering({"ok": False, "error": "the shard is busy"}))
+    world.answer("revert", SPAWN, answering({"ok": False, "error": "the shard is busy"}))
     run, [c1] = ended_run(rl, ["c1"])
     seen = []
     for _ in range(4):
@@ -96,10 +94,10 @@ def test_three_attempts_are_three_real_calls_on_three_sweeps(
 
 
 def test_incomplete_waits_until_nothing_is_retryable(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(max_revert_attempts=2)
-    world.answer(SPAWN, throw)
+    world.answer("revert", SPAWN, throws())
     run, _ = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     assert status(rl, run) == "pending"
@@ -109,9 +107,11 @@ def test_incomplete_waits_until_nothing_is_retryable(
 
 
 def test_a_terminal_failure_shows_its_real_attempt_count_and_is_not_retried(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, answering({"ok": False, "retry": False, "error": "the boss is dead"}))
+    world.answer(
+        "revert", SPAWN, answering({"ok": False, "retry": False, "error": "the boss is dead"})
+    )
     run, [c1] = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w1")
@@ -148,9 +148,9 @@ def test_a_terminal_failure_shows_its_real_attempt_count_and_is_not_retried(
     ids=repr,
 )
 def test_a_malformed_revert_answer_is_a_retry_with_a_readable_error(
-    rl: Runledger, world: PlayWorld, clock: Clock, answer: Any
+    rl: Runledger, world: World, clock: Clock, answer: Any
 ) -> None:
-    world.answer(SPAWN, answering(answer))
+    world.answer("revert", SPAWN, answering(answer))
     run, [c1] = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
@@ -161,9 +161,9 @@ def test_a_malformed_revert_answer_is_a_retry_with_a_readable_error(
 
 
 def test_a_refusal_that_asks_for_a_retry_is_a_retry_with_its_own_error(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, answering({"ok": False, "retry": True, "error": "try later"}))
+    world.answer("revert", SPAWN, answering({"ok": False, "retry": True, "error": "try later"}))
     run, [c1] = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
@@ -174,9 +174,9 @@ def test_a_refusal_that_asks_for_a_retry_is_a_retry_with_its_own_error(
 def test_a_revert_that_hangs_past_its_budget_is_a_retry(
     make_runledger: Factory, registry: Registry, clock: Clock
 ) -> None:
-    world = PlayWorld(name="slow")
+    world = World(name="slow")
     world.install(registry, "slow.spawn", budget_ms=100)
-    world.answer("slow.spawn", hang(1.0))
+    world.answer("revert", "slow.spawn", hangs(1.0, {"ok": True}))
     rl = make_runledger()
     run, [c1] = ended_run(rl, ["c1"], action="slow.spawn", name="slow")
     started = wall()
@@ -188,8 +188,8 @@ def test_a_revert_that_hangs_past_its_budget_is_a_retry(
     assert status(rl, run) == "pending"
 
 
-def test_a_revert_that_throws_is_a_retry(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
-    world.answer(SPAWN, throw)
+def test_a_revert_that_throws_is_a_retry(rl: Runledger, world: World, clock: Clock) -> None:
+    world.answer("revert", SPAWN, throws())
     _, [c1] = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
@@ -201,16 +201,17 @@ def test_an_async_revert_is_awaited(rl: Runledger, registry: Registry, clock: Cl
     async def revert(resources: list[dict[str, Any]], idempotency_key: str, run_id: str) -> Any:
         return {"ok": True}
 
-    registry.module("asyncworld").action("asyncworld.spawn", perform=performs, revert=revert)
+    perform = World(name="asyncworld").verb("perform", "asyncworld.spawn")
+    registry.module("asyncworld").action("asyncworld.spawn", perform=perform, revert=revert)
     _, [c1] = ended_run(rl, ["c1"], action="asyncworld.spawn", name="async")
     rl.cleanup.sweep("w1")
     assert entry(rl, c1).status == "reverted"
 
 
 def test_refs_the_module_names_as_failed_fail_and_the_rest_are_reverted(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, answering({"ok": True, "failed": ["c2"]}))
+    world.answer("revert", SPAWN, answering({"ok": True, "failed": ["c2"]}))
     run, [c1, c2, c3] = ended_run(rl, ["c1", "c2", "c3"])
     summaries = rl.cleanup.sweep("w1")
     assert [entry(rl, i).status for i in (c1, c2, c3)] == ["reverted", "failing", "reverted"]
@@ -220,16 +221,16 @@ def test_refs_the_module_names_as_failed_fail_and_the_rest_are_reverted(
     [call] = lines(rl, run, "cleanup.failed")
     assert call.detail["failed"] == ["c2"]
     assert status(rl, run) == "pending"
-    world.answer(SPAWN, answering({"ok": True}))
+    world.answer("revert", SPAWN, answering({"ok": True}))
     rl.cleanup.sweep("w1")
     assert world.reverted_refs == {"c1": 1, "c2": 1, "c3": 1}
     assert status(rl, run) == "complete"
 
 
 def test_a_drift_is_not_retried_and_stays_visible(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, answering({"drifted": True, "current": {"hp": 7}}))
+    world.answer("revert", SPAWN, answering({"drifted": True, "current": {"hp": 7}}))
     run, [c1] = ended_run(rl, ["c1"])
     summaries = rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w1")
@@ -244,9 +245,13 @@ def test_a_drift_is_not_retried_and_stays_visible(
 
 
 def test_a_drifted_lease_is_left_alone_with_the_current_value(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.restore_answer = lambda baseline, expected, target: {"drifted": True, "current": "hail"}
+    world.answer(
+        "restore",
+        world.lease,
+        lambda baseline, expected, target: {"drifted": True, "current": "hail"},
+    )
     run = ended(rl, leases(), name="weather")
     held = override(run)
     rl.cleanup.sweep("w1")
@@ -284,7 +289,8 @@ def test_an_action_no_live_runner_serves_is_retried_then_fails_terminally_naming
 def test_an_action_without_revert_fails_terminally_naming_it(
     rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
-    registry.module("oneway").action("oneway.spawn", perform=performs)
+    perform = World(name="oneway").verb("perform", "oneway.spawn")
+    registry.module("oneway").action("oneway.spawn", perform=perform)
     _, [c1] = ended_run(rl, ["c1"], action="oneway.spawn", name="one way")
     rl.cleanup.sweep("w1")
     row = entry(rl, c1)
@@ -308,13 +314,17 @@ def test_a_lease_no_live_runner_serves_is_retried_then_fails_terminally_naming_i
 
 
 def test_an_answer_that_says_both_ok_and_drifted_does_not_read_as_given_back(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.restore_answer = lambda baseline, expected, target: {
-        "ok": True,
-        "drifted": True,
-        "current": "hail",
-    }
+    world.answer(
+        "restore",
+        world.lease,
+        lambda baseline, expected, target: {
+            "ok": True,
+            "drifted": True,
+            "current": "hail",
+        },
+    )
     run = ended(rl, leases(), name="weather")
     held = override(run)
     rl.cleanup.sweep("w1")
@@ -413,7 +423,7 @@ def test_a_lease_step_whose_answer_was_lost_is_restored_from_its_reservation(
 
 
 def test_a_placeholder_is_given_back_by_its_key_with_no_resources(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     calls: list[tuple[list[dict[str, Any]], str]] = []
 
@@ -421,7 +431,7 @@ def test_a_placeholder_is_given_back_by_its_key_with_no_resources(
         calls.append((resources, key))
         return {"ok": True}
 
-    world.answer(SPAWN, revert)
+    world.answer("revert", SPAWN, revert)
     run = play(rl, fails("spawn"), name="lost answer")
     held = placeholder(run, "spawn")
     rl.ledger.abort_run(run, "the worker died mid-dispatch")
@@ -432,7 +442,7 @@ def test_a_placeholder_is_given_back_by_its_key_with_no_resources(
 
 
 def test_one_revert_call_gives_back_everything_one_step_made(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     calls: list[tuple[list[str], str]] = []
 
@@ -440,7 +450,7 @@ def test_one_revert_call_gives_back_everything_one_step_made(
         calls.append(([r["ref"] for r in resources], key))
         return {"ok": True}
 
-    world.answer(SPAWN, revert)
+    world.answer("revert", SPAWN, revert)
     refs = [f"c{n}" for n in range(6)]
     run = ended(rl, makes("spawn", *refs), makes("spawn-2", "d1", "d2"), name="horde")
     summaries = rl.cleanup.sweep("w1")
@@ -452,7 +462,7 @@ def test_one_revert_call_gives_back_everything_one_step_made(
 
 
 def test_each_call_writes_one_line_naming_its_resources(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = ended(rl, makes("spawn", "c1", "c2"), makes("spawn-2", "d1"), leases(), name="two steps")
     rl.cleanup.sweep("w1")
@@ -468,9 +478,9 @@ def test_each_call_writes_one_line_naming_its_resources(
 
 
 def test_a_failing_call_line_says_what_went_wrong(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, throw)
+    world.answer("revert", SPAWN, throws())
     run, _ = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     rl.cleanup.sweep("w1")
@@ -485,7 +495,7 @@ def test_a_failing_call_line_says_what_went_wrong(
 # --- which runs are swept ----------------------------------------------------------------------
 
 
-def test_a_running_run_is_not_swept(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def test_a_running_run_is_not_swept(rl: Runledger, world: World, clock: Clock) -> None:
     run = play(rl, makes("spawn", "c1"), leases(), name="still going")
     [c1], held = made(run, "spawn", "c1"), override(run)
     assert rl.cleanup.sweep("w1") == {}
@@ -495,7 +505,7 @@ def test_a_running_run_is_not_swept(rl: Runledger, world: PlayWorld, clock: Cloc
 
 
 def test_a_lease_past_its_until_is_restored_while_the_run_goes_on(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = play(rl, makes("spawn", "c1"), leases(for_s=60), name="overrun")
     [c1], held = made(run, "spawn", "c1"), override(run)
@@ -516,7 +526,7 @@ def test_a_lease_past_its_until_is_restored_while_the_run_goes_on(
 
 
 def test_cancel_without_cleanup_keeps_everything_in_the_persons_name(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = play(rl, makes("spawn", "c1", "c2"), leases(), fails("build", BUILD), name="leave it")
     ids, held, waiting = made(run, "spawn", "c1", "c2"), override(run), placeholder(run, "build")
@@ -545,7 +555,7 @@ def test_cancel_without_cleanup_keeps_everything_in_the_persons_name(
     assert ran is not None and (ran.status, ran.ended_by) == ("cancelled", "alice")
 
 
-def test_cancel_without_cleanup_needs_a_name(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def test_cancel_without_cleanup_needs_a_name(rl: Runledger, world: World, clock: Clock) -> None:
     run = play(rl, makes("spawn", "c1"), name="leave it")
     before = rl.app.recorder.max_notification_id()
     with pytest.raises(BadRequest):
@@ -555,7 +565,7 @@ def test_cancel_without_cleanup_needs_a_name(rl: Runledger, world: PlayWorld, cl
 
 @pytest.mark.parametrize("end", ["complete", "cancel", "abort"])
 def test_every_terminal_path_with_cleanup_is_given_back(
-    rl: Runledger, world: PlayWorld, clock: Clock, end: str
+    rl: Runledger, world: World, clock: Clock, end: str
 ) -> None:
     run = play(rl, makes("spawn", "c1"), leases(), name="ends")
     [c1], held = made(run, "spawn", "c1"), override(run)
@@ -573,7 +583,7 @@ def test_every_terminal_path_with_cleanup_is_given_back(
 
 
 def test_a_run_that_never_ledgered_needs_no_cleanup(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     # A run that dispatched has ledgered (record before confirm): this one ends before its step.
     run = start(rl, makes("spawn", "c1"), name="quiet")
@@ -584,7 +594,7 @@ def test_a_run_that_never_ledgered_needs_no_cleanup(
 
 
 def test_an_attempt_in_flight_keeps_the_run_pending(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(max_revert_attempts=1)
     run, [c1] = ended_run(rl, ["c1"])
@@ -595,13 +605,13 @@ def test_an_attempt_in_flight_keeps_the_run_pending(
         seen.append((entry(rl, c1).attempts, status(rl, run)))
         return {"ok": True}
 
-    world.answer(SPAWN, revert)
+    world.answer("revert", SPAWN, revert)
     rl.cleanup.sweep("w1")
     assert seen == [(1, "pending")]
 
 
 def test_a_dead_workers_claim_is_taken_by_a_later_sweep_once_it_expires(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run, [c1] = ended_run(rl, ["c1"])
     assert claim(rl, c1, "dead", rl.clock() + timedelta(seconds=40), 3)
@@ -619,14 +629,14 @@ def test_a_dead_workers_claim_is_taken_by_a_later_sweep_once_it_expires(
 
 
 def test_manual_cleanup_resets_an_incomplete_run_and_works_it_at_once(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, throw)
+    world.answer("revert", SPAWN, throws())
     run, [c1, c2] = ended_run(rl, ["c1", "c2"])
     for _ in range(3):
         rl.cleanup.sweep("w1")
     assert status(rl, run) == "incomplete"
-    world.answer(SPAWN, answering({"ok": True}))
+    world.answer("revert", SPAWN, answering({"ok": True}))
     summary = rl.cleanup.manual_cleanup(run, "bob")
     assert (summary.attempted, summary.reverted, summary.remaining, summary.by) == (2, 2, 0, "bob")
     assert world.reverts == {key(run): 4}
@@ -643,13 +653,13 @@ def test_manual_cleanup_resets_an_incomplete_run_and_works_it_at_once(
     ids=["terminal", "drifted"],
 )
 def test_manual_cleanup_lifts_a_terminal_failure_or_a_drift(
-    rl: Runledger, world: PlayWorld, clock: Clock, answer: dict[str, Any]
+    rl: Runledger, world: World, clock: Clock, answer: dict[str, Any]
 ) -> None:
-    world.answer(SPAWN, answering(answer))
+    world.answer("revert", SPAWN, answering(answer))
     run, [c1] = ended_run(rl, ["c1"])
     rl.cleanup.sweep("w1")
     assert status(rl, run) == "incomplete"
-    world.answer(SPAWN, answering({"ok": True}))
+    world.answer("revert", SPAWN, answering({"ok": True}))
     summary = rl.cleanup.manual_cleanup(run, "bob")
     assert summary.reverted == 1
     row = entry(rl, c1)
@@ -659,9 +669,9 @@ def test_manual_cleanup_lifts_a_terminal_failure_or_a_drift(
 
 
 def test_manual_cleanup_that_fails_again_leaves_the_run_pending_for_the_sweep(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, throw)
+    world.answer("revert", SPAWN, throws())
     run, [c1] = ended_run(rl, ["c1"])
     for _ in range(3):
         rl.cleanup.sweep("w1")
@@ -676,7 +686,7 @@ def test_manual_cleanup_that_fails_again_leaves_the_run_pending_for_the_sweep(
 
 
 def test_manual_cleanup_of_a_running_run_is_refused_and_writes_nothing(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = play(rl, makes("spawn", "c1"), name="still going")
     [c1] = made(run, "spawn", "c1")
@@ -688,7 +698,7 @@ def test_manual_cleanup_of_a_running_run_is_refused_and_writes_nothing(
     assert entry(rl, c1).status == "live"
 
 
-def test_manual_cleanup_needs_a_name(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def test_manual_cleanup_needs_a_name(rl: Runledger, world: World, clock: Clock) -> None:
     run, _ = ended_run(rl, ["c1"])
     before = rl.app.recorder.max_notification_id()
     with pytest.raises(BadRequest):
@@ -697,8 +707,8 @@ def test_manual_cleanup_needs_a_name(rl: Runledger, world: PlayWorld, clock: Clo
     assert world.reverts == {}
 
 
-def test_only_manual_cleanup_resets_counters(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
-    world.answer(SPAWN, throw)
+def test_only_manual_cleanup_resets_counters(rl: Runledger, world: World, clock: Clock) -> None:
+    world.answer("revert", SPAWN, throws())
     _, [c1] = ended_run(rl, ["c1"])
     for _ in range(5):
         rl.cleanup.sweep("w1")
@@ -710,9 +720,9 @@ def test_only_manual_cleanup_resets_counters(rl: Runledger, world: PlayWorld, cl
 
 
 def test_each_sweep_writes_exactly_one_summary_line_per_run(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(BUILD, throw)
+    world.answer("revert", BUILD, throws())
     run_a, _ = ended_run(rl, ["a1", "a2"])
     run_b, _ = ended_run(rl, ["b1"], action=BUILD, name="builder")
     rl.cleanup.sweep("w1")
@@ -729,7 +739,7 @@ def test_each_sweep_writes_exactly_one_summary_line_per_run(
 
 
 def test_one_runs_exception_is_logged_and_the_sweep_goes_on(
-    rl: Runledger, world: PlayWorld, clock: Clock, caplog: pytest.LogCaptureFixture
+    rl: Runledger, world: World, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     bad, _ = ended_run(rl, ["b1"])
     good, [g1] = ended_run(rl, ["g1"])
@@ -750,9 +760,9 @@ def test_one_runs_exception_is_logged_and_the_sweep_goes_on(
 
 
 def test_a_drift_whose_current_value_cannot_be_stored_still_gets_a_verdict(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, answering({"drifted": True, "current": {"a", "b"}}))
+    world.answer("revert", SPAWN, answering({"drifted": True, "current": {"a", "b"}}))
     run, [c1] = ended_run(rl, ["c1"])
     summaries = rl.cleanup.sweep("w1")
     row = entry(rl, c1)
@@ -770,9 +780,9 @@ class Unprintable:
 
 
 def test_an_answer_that_cannot_even_be_shown_is_a_retry(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, answering(Unprintable()))
+    world.answer("revert", SPAWN, answering(Unprintable()))
     run, [c1] = ended_run(rl, ["c1"])
     summaries = rl.cleanup.sweep("w1")
     row = entry(rl, c1)
@@ -782,7 +792,7 @@ def test_an_answer_that_cannot_even_be_shown_is_a_retry(
 
 
 def test_a_sweep_works_at_most_the_run_batch(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(cleanup_run_batch=2)
     runs = [ended_run(rl, [f"c{n}"])[0] for n in range(5)]
@@ -793,7 +803,7 @@ def test_a_sweep_works_at_most_the_run_batch(
 
 
 def test_a_sweep_works_at_most_the_groups_per_run(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(cleanup_groups_per_run=2)
     run = ended(rl, *(makes(f"s{n}", f"c{n}a", f"c{n}b") for n in range(5)), name="many steps")

@@ -19,7 +19,6 @@ from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from tests.support.playing import (
-    PlayWorld,
     complete,
     ended,
     entry_of,
@@ -31,6 +30,7 @@ from tests.support.playing import (
     play,
 )
 from tests.support.procs import ACTION, MODULE, Workers, read_calls, sweep_until_done
+from tests.support.world import World, answering
 
 Factory = Callable[..., Runledger]
 
@@ -83,7 +83,7 @@ def assert_all_given_back_once(rl: Runledger, made: Prepared) -> None:
 def test_two_threads_sweeping_the_same_runs_give_each_entry_back_exactly_once(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = PlayWorld()
+    world = World()
     world.install(registry, ACTION)
     workers = [make_runledger(), make_runledger()]
     made = prepare_terminal_runs(workers[0], runs=20, steps=2, per_step=5)
@@ -115,7 +115,7 @@ def states(rl: Runledger, ids: list[UUID]) -> list[tuple[str, int]]:
 def test_an_expiry_landing_while_a_revert_is_out_keeps_the_other_entries_verdicts(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = PlayWorld()
+    world = World()
     world.install(registry, ACTION)
     rl, module_side = make_runledger(), make_runledger()
     run, entries = one_terminal_run_of_two(rl)
@@ -124,7 +124,7 @@ def test_an_expiry_landing_while_a_revert_is_out_keeps_the_other_entries_verdict
         module_side.reconciler.expire(MODULE, "creature", "c1")
         return {"ok": True}
 
-    world.answer(ACTION, expire_first_then_answer)
+    world.answer("revert", ACTION, expire_first_then_answer)
     rl.cleanup.sweep("w1")
 
     assert states(rl, entries) == [("expired", 1), ("reverted", 1)]
@@ -141,7 +141,7 @@ def test_an_expiry_landing_while_a_revert_is_out_keeps_the_other_entries_verdict
 def test_the_summary_of_a_pass_an_expiry_interrupted_counts_only_what_really_remains(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = PlayWorld()
+    world = World()
     world.install(registry, ACTION)
     rl, module_side = make_runledger(), make_runledger()
     run, _ = one_terminal_run_of_two(rl)
@@ -150,7 +150,7 @@ def test_the_summary_of_a_pass_an_expiry_interrupted_counts_only_what_really_rem
         module_side.reconciler.expire(MODULE, "creature", "c1")
         return {"ok": True}
 
-    world.answer(ACTION, expire_first_then_answer)
+    world.answer("revert", ACTION, expire_first_then_answer)
     summary = rl.cleanup.sweep("w1")[run]
 
     [swept] = [line for line in rl.queries.log(run) if line.kind == "cleanup.swept"]
@@ -162,17 +162,17 @@ def test_the_summary_of_a_pass_an_expiry_interrupted_counts_only_what_really_rem
 def test_an_orphaning_landing_while_a_revert_is_out_leaves_the_entry_to_the_worker(
     make_runledger: Factory, registry: Registry
 ) -> None:
-    world = PlayWorld()
+    world = World()
     world.install(registry, ACTION)
     rl, module_side = make_runledger(), make_runledger()
     run, entries = one_terminal_run_of_two(rl)
 
     def orphan_first_then_answer(resources: list[dict[str, object]], key: str) -> object:
-        world.in_force[ACTION] = {"ok": True, "in_force": ["c2"]}
+        world.answer("reconcile", ACTION, answering({"ok": True, "in_force": ["c2"]}))
         module_side.reconciler.reconcile_module(MODULE)
         return {"ok": True}
 
-    world.answer(ACTION, orphan_first_then_answer)
+    world.answer("revert", ACTION, orphan_first_then_answer)
     rl.cleanup.sweep("w1")
 
     assert states(rl, entries) == [("reverted", 1), ("reverted", 1)]
@@ -187,7 +187,7 @@ def test_four_processes_sweeping_one_postgres_store_give_each_entry_back_exactly
     pg_url: str, tmp_path: Path
 ) -> None:
     registry = Registry()
-    PlayWorld().install(registry, ACTION)
+    World().install(registry, ACTION)
     with bootstrap(Settings(database_url=pg_url), registry) as rl:
         made = prepare_terminal_runs(rl, runs=30, steps=2, per_step=5)
     calls = tmp_path / "calls.jsonl"
@@ -209,7 +209,7 @@ def test_four_processes_sweeping_one_postgres_store_give_each_entry_back_exactly
 
 @pytest.mark.slow
 def test_of_four_processes_racing_to_claim_one_entry_exactly_one_wins(
-    rl: Runledger, world: PlayWorld, store_url: str, tmp_path: Path
+    rl: Runledger, world: World, store_url: str, tmp_path: Path
 ) -> None:
     run = ended(rl, makes("s", "c1", action=ACTION), name="contested")
     [entry_id] = made(run, "s", "c1")

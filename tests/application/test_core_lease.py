@@ -1,7 +1,7 @@
 """core.lease: the bound, the one-target-one-run rule, and giving a value back, on an SQLite file
 and on PostgreSQL; plus two processes racing for one target on PostgreSQL.
 
-The Game's lease ``weather`` overrides one value per target and restores it only if the target
+The World's lease ``weather`` overrides one value per target and restores it only if the target
 still holds what was applied (compare-and-set), answering a drift otherwise.
 """
 
@@ -26,8 +26,9 @@ from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.reservation import Reservation
 from runledger.projections.queries import EntryRow
-from tests.support.game import LEASE, START, Clock, Game, lease_step, phase, spec, step
+from tests.support.playing import GAME, START, Clock, lease_step, phase, spec, step
 from tests.support.reading import row, the_step, tick, written
+from tests.support.world import LEASE, World
 
 SPAWN = "game.spawn"
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +81,7 @@ def held_message(target: str, run: UUID, until: str) -> str:
 
 
 def test_a_lease_longer_than_event_lease_max_s_is_refused_at_start(
-    opened: Opener, game: Game
+    opened: Opener, game: World
 ) -> None:
     rl = opened(lease_max_s=600)
     before = written(rl)
@@ -97,7 +98,7 @@ def test_a_lease_longer_than_event_lease_max_s_is_refused_at_start(
     assert held.until == START + timedelta(seconds=600)
 
 
-def test_the_bound_holds_at_dispatch_too(opened: Opener, game: Game) -> None:
+def test_the_bound_holds_at_dispatch_too(opened: Opener, game: World) -> None:
     starter = opened(lease_max_s=3600)
     run = starter.runs.start(holding(duration_s=3000))
     tighter = opened(lease_max_s=60)
@@ -110,7 +111,7 @@ def test_the_bound_holds_at_dispatch_too(opened: Opener, game: Game) -> None:
     assert leases(tighter, run) == []
 
 
-def test_an_unknown_lease_is_refused_at_start_and_at_dispatch(rl: Runledger, game: Game) -> None:
+def test_an_unknown_lease_is_refused_at_start_and_at_dispatch(rl: Runledger, game: World) -> None:
     document = spec(
         phase(
             "p1",
@@ -135,7 +136,7 @@ def test_an_unknown_lease_is_refused_at_start_and_at_dispatch(rl: Runledger, gam
 
 
 def test_a_lease_is_applied_and_ledgered_as_an_override_with_its_baseline_and_until(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     run = rl.runs.start(holding())
     tick(rl)
@@ -151,7 +152,7 @@ def test_a_lease_is_applied_and_ledgered_as_an_override_with_its_baseline_and_un
 
 
 def test_a_second_run_asking_for_a_held_target_fails_naming_the_holder_and_until(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     second = rl.runs.start(asking_later())
     first = rl.runs.start(holding())
@@ -175,7 +176,7 @@ def test_a_second_run_asking_for_a_held_target_fails_naming_the_holder_and_until
 
 
 def test_a_run_whose_lease_was_refused_is_given_back_completely(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     second = rl.runs.start(asking_later())
     rl.runs.start(holding())
@@ -188,7 +189,7 @@ def test_a_run_whose_lease_was_refused_is_given_back_completely(
 
 
 def test_a_run_can_lease_again_once_the_first_run_has_ended_and_given_it_back(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     first = rl.runs.start(holding())
     tick(rl)
@@ -203,7 +204,7 @@ def test_a_run_can_lease_again_once_the_first_run_has_ended_and_given_it_back(
 
 
 def test_a_target_stays_held_until_the_holders_lease_is_given_back_so_the_baseline_is_true(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     second = rl.runs.start(asking_later())
     first = rl.runs.start(holding(duration_s=60))
@@ -225,7 +226,7 @@ def test_a_target_stays_held_until_the_holders_lease_is_given_back_so_the_baseli
 
 
 def test_a_drifted_lease_frees_its_target_and_a_person_asking_again_leaves_the_new_value(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     # SPEC "Leases": a lease that drifted no longer holds its target
     # (tests/application/test_lease_release.py
@@ -249,26 +250,26 @@ def test_a_drifted_lease_frees_its_target_and_a_person_asking_again_leaves_the_n
 # --- giving the value back ---------------------------------------------------------------------
 
 
-def test_a_lease_is_restored_when_its_run_ends(rl: Runledger, game: Game) -> None:
+def test_a_lease_is_restored_when_its_run_ends(rl: Runledger, game: World) -> None:
     run = rl.runs.start(holding())
     tick(rl)
     finish(rl, run)
     report = tick(rl)
     assert report.swept[run].reverted >= 1
-    assert game.restores == [{"target": "plaza", "baseline": "clear", "expected": "storm"}]
+    assert game.restore_calls == [{"target": "plaza", "baseline": "clear", "expected": "storm"}]
     assert game.values == {"plaza": "clear"}
     assert [e.status for e in leases(rl, run)] == ["reverted"]
     assert row(rl, run).cleanup_status == "complete"
 
 
 def test_a_lease_is_restored_at_its_until_while_its_run_goes_on(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = rl.runs.start(holding(duration_s=60))
     tick(rl)
     clock.advance(59)
     tick(rl)
-    assert game.restores == [] and game.values == {"plaza": "storm"}
+    assert game.restore_calls == [] and game.values == {"plaza": "storm"}
     clock.advance(1)
     report = tick(rl)
     assert report.swept[run].reverted == 1
@@ -278,12 +279,12 @@ def test_a_lease_is_restored_at_its_until_while_its_run_goes_on(
     assert row(rl, run).cleanup_status == "pending"
     finish(rl, run)
     tick(rl)
-    assert len(game.restores) == 1
+    assert len(game.restore_calls) == 1
     assert row(rl, run).cleanup_status == "complete"
 
 
 def test_a_lease_someone_else_changed_is_left_alone_and_reads_drifted(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     run = rl.runs.start(holding())
     tick(rl)
@@ -293,12 +294,12 @@ def test_a_lease_someone_else_changed_is_left_alone_and_reads_drifted(
     [drifted] = leases(rl, run)
     assert (drifted.status, drifted.drift_current) == ("drifted", "sunny (a game master)")
     assert game.values == {"plaza": "sunny (a game master)"}
-    assert len(game.restores) == 1  # a drift is not retried automatically
+    assert len(game.restore_calls) == 1  # a drift is not retried automatically
     assert row(rl, run).cleanup_status == "incomplete"
 
 
 def test_a_run_that_leases_one_target_twice_never_leaves_its_own_override_behind(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     # Back to back, a start refuses it (its dry run would); a person may advance at once.
     run = rl.runs.start(
@@ -318,7 +319,7 @@ def test_a_run_that_leases_one_target_twice_never_leaves_its_own_override_behind
 
 
 def test_a_lease_whose_ref_cannot_be_ledgered_never_leaves_its_override_in_the_world(
-    rl: Runledger, game: Game, registry: Registry
+    rl: Runledger, game: World, registry: Registry
 ) -> None:
     lease, target = "weather-" + "x" * 80, "t" * 120
     game.install_lease(registry, "far", lease)
@@ -401,7 +402,7 @@ def test_two_processes_racing_for_each_target_on_postgresql_exactly_one_wins(
 ) -> None:
     targets = [f"zone-{n}" for n in range(20)]
     registry = Registry()
-    Game().install(registry, SPAWN)
+    World(name=GAME).install(registry, SPAWN)
     with bootstrap(Settings(database_url=pg_url), registry) as rl:
         runs = [
             rl.runs.start(spec(phase("p1", step("guard", SPAWN)), name=f"racer {n}"))

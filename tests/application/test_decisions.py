@@ -27,9 +27,9 @@ from runledger.domain.values import MAX_TEXT, UnsafeValue
 from runledger.projections.queries import EntryRow
 from tests.support.by_hand import claim
 from tests.support.fixtures.make_legacy_store import FESTIVAL, FIXTURE
-from tests.support.game import LEASE, Clock, Game, lease_step, phase, spec
-from tests.support.playing import entry_of
+from tests.support.playing import Clock, entry_of, lease_step, phase, spec
 from tests.support.reading import entry, lines, row, status, tick, written
+from tests.support.world import LEASE, World
 
 Opener = Callable[..., Runledger]
 WHY = "the game master's weather stays for the festival"
@@ -48,7 +48,7 @@ def leases(rl: Runledger, run: UUID) -> dict[str, EntryRow]:
 
 
 def drifted(
-    rl: Runledger, game: Game, name: str = "storms", master: tuple[str, str] = ("hail", "sleet")
+    rl: Runledger, game: World, name: str = "storms", master: tuple[str, str] = ("hail", "sleet")
 ) -> UUID:
     """A run that set storm on north and east; a game master changed both while it held them,
     so its restores, once it ended, left both as they were (drifted): it needs a person."""
@@ -71,11 +71,11 @@ def drifted(
 
 
 def test_keeping_each_drifted_entry_makes_the_run_leave_needs_a_person(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = drifted(rl, game)
     found = leases(rl, run)
-    restores = len(game.restores)
+    restores = len(game.restore_calls)
     kept = rl.decisions.keep_one(run, found["north"].entry_id, "bob", WHY)
     assert kept.entries == {found["north"].entry_id: found["north"].name}
     assert (kept.by, kept.reason) == ("bob", WHY)
@@ -85,7 +85,7 @@ def test_keeping_each_drifted_entry_makes_the_run_leave_needs_a_person(
     assert row(rl, run).unresolved == 0
     # Nothing was asked of the world: the game master's values stand.
     assert game.values == {"north": "hail", "east": "sleet"}
-    assert len(game.restores) == restores
+    assert len(game.restore_calls) == restores
     north = entry_of(rl, found["north"].entry_id)
     assert (north.state, north.kept_by, north.kept_reason) == ("kept", "bob", WHY)
     assert [line.detail for line in lines(rl, run, "cleanup.kept_one")] == [
@@ -95,7 +95,7 @@ def test_keeping_each_drifted_entry_makes_the_run_leave_needs_a_person(
 
 
 def test_a_kept_entry_s_history_and_replay_say_who_and_why(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = drifted(rl, game)
     north = leases(rl, run)["north"]
@@ -108,7 +108,7 @@ def test_a_kept_entry_s_history_and_replay_say_who_and_why(
 
 
 def test_keeping_one_entry_is_refused_while_the_run_runs_and_names_it(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = rl.runs.start(spec(phase("p1", lease_step("north", "north"), advance="manual")))
     tick(rl)
@@ -125,7 +125,7 @@ def test_keeping_one_entry_is_refused_while_the_run_runs_and_names_it(
 
 
 def test_an_entry_already_resolved_is_refused_and_nothing_is_written(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = drifted(rl, game)
     north = leases(rl, run)["north"]
@@ -138,7 +138,7 @@ def test_an_entry_already_resolved_is_refused_and_nothing_is_written(
     assert written(rl) == before
 
 
-def test_an_entry_of_another_run_is_not_found(rl: Runledger, game: Game, clock: Clock) -> None:
+def test_an_entry_of_another_run_is_not_found(rl: Runledger, game: World, clock: Clock) -> None:
     run = drifted(rl, game)
     other = drifted(rl, game, name="other", master=("fog", "mist"))
     with pytest.raises(NotFound, match=f"run {run} has no entry"):
@@ -158,7 +158,7 @@ def test_an_entry_of_another_run_is_not_found(rl: Runledger, game: Game, clock: 
     ids=["empty", "blank", "nul", "too-long", "no-one", "nul-name"],
 )
 def test_a_bad_reason_or_name_is_refused_naming_the_field(
-    rl: Runledger, game: Game, clock: Clock, by: str, why: str, field: str
+    rl: Runledger, game: World, clock: Clock, by: str, why: str, field: str
 ) -> None:
     run = drifted(rl, game)
     north = leases(rl, run)["north"]
@@ -176,7 +176,7 @@ def test_a_bad_reason_or_name_is_refused_naming_the_field(
     assert status(rl, run) == "incomplete"
 
 
-def test_an_entry_under_a_live_claim_is_not_kept(rl: Runledger, game: Game, clock: Clock) -> None:
+def test_an_entry_under_a_live_claim_is_not_kept(rl: Runledger, game: World, clock: Clock) -> None:
     run = drifted(rl, game)
     north = leases(rl, run)["north"]
     reopened = entry_of(rl, north.entry_id)
@@ -200,7 +200,7 @@ def test_an_entry_under_a_live_claim_is_not_kept(rl: Runledger, game: Game, cloc
 
 
 def test_keeping_what_is_left_keeps_every_unresolved_entry_with_one_reason(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = drifted(rl, game)
     found = leases(rl, run)
@@ -222,15 +222,15 @@ def test_keeping_what_is_left_keeps_every_unresolved_entry_with_one_reason(
 
 
 def test_retrying_one_entry_gives_it_back_in_the_world_and_leaves_the_others_alone(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = drifted(rl, game)
     found = leases(rl, run)
     game.values["north"] = "storm"  # the game master gives north back to the run
-    asked = [r["target"] for r in game.restores]
+    asked = [r["target"] for r in game.restore_calls]
     retried = rl.decisions.retry_one(run, found["north"].entry_id, "bob", "north is ours again")
     assert game.values == {"north": "clear", "east": "sleet"}  # north's baseline is back
-    assert [r["target"] for r in game.restores] == [*asked, "north"]  # east was not asked
+    assert [r["target"] for r in game.restore_calls] == [*asked, "north"]  # east was not asked
     assert (retried.name, retried.retried.attempted, retried.retried.reverted) == (
         found["north"].name,
         1,
@@ -258,7 +258,7 @@ def test_retrying_one_entry_gives_it_back_in_the_world_and_leaves_the_others_alo
 
 
 def test_a_retry_that_finds_the_drift_again_leaves_it_drifted(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = drifted(rl, game)
     north = leases(rl, run)["north"]
@@ -272,7 +272,7 @@ def test_a_retry_that_finds_the_drift_again_leaves_it_drifted(
 
 
 def test_a_retry_leaves_a_lease_another_live_run_holds_alone_and_says_why(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = drifted(rl, game)
     north = leases(rl, run)["north"]
@@ -282,14 +282,14 @@ def test_a_retry_leaves_a_lease_another_live_run_holds_alone_and_says_why(
     )
     tick(rl)
     assert game.values["north"] == "fog"
-    restores = len(game.restores)
+    restores = len(game.restore_calls)
     retried = rl.decisions.retry_one(run, north.entry_id, "bob", "try again")
     said = f"north is held by run {holder} until 2026-12-02 13:01:00 UTC: not restored"
     [held] = retried.retried.held
     assert (held.entry_id, held.holder, held.said) == (north.entry_id, holder, said)
     assert retried.retried.attempted == 0
     assert game.values == {"north": "fog", "east": "sleet"}  # the holder's fog stands
-    assert len(game.restores) == restores
+    assert len(game.restore_calls) == restores
     after = entry(rl, north.entry_id)
     assert (after.status, after.attempts) == ("drifted", 1)  # not reset, not claimed
     assert [line.detail for line in lines(rl, run, "cleanup.retry_one")] == [
@@ -304,7 +304,7 @@ def test_a_retry_leaves_a_lease_another_live_run_holds_alone_and_says_why(
 
 
 def test_cancelling_without_cleanup_still_keeps_everything_in_the_person_s_name(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = rl.runs.start(spec(phase("p1", lease_step("north", "north"), advance="manual")))
     tick(rl)
@@ -344,7 +344,7 @@ def test_a_kept_entry_stored_without_a_reason_still_loads_and_reads(tmp_path: Pa
 
 
 def test_cancelling_without_cleanup_leaves_a_lease_whose_restore_is_out_to_that_call(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = rl.runs.start(spec(phase("p1", lease_step("north", "north"), advance="manual")))
     tick(rl)

@@ -23,7 +23,7 @@ from tests.support.definitions_support import (
     stall,
     verified_and_published,
 )
-from tests.support.game import Clock
+from tests.support.playing import Clock
 from tests.support.reading import tick, wall, written
 
 __all__ = ["fair_fixture", "fair_rl_fixture"]

@@ -20,7 +20,10 @@ from runledger.application.settings import Settings
 from runledger.domain.runner_record import RunnerRecord, RunnerStopped, runner_state
 from runledger.projections.rebuild import rebuild
 from tests.conftest import Opener
-from tests.support.game import LEASE, MODULE, SPAWN, START, Clock, Game
+from tests.support.playing import GAME as MODULE
+from tests.support.playing import GAME_SPAWN as SPAWN
+from tests.support.playing import START, Clock
+from tests.support.world import LEASE, World
 
 
 def test_a_record_starts_with_what_was_loaded_and_stops_once() -> None:
@@ -62,7 +65,7 @@ def heartbeats(rl: Runledger) -> list[tuple[str, float]]:
 
 
 def test_a_runner_joins_with_what_it_loaded_and_appears_live(
-    opened: Opener, game: Game, clock: Clock
+    opened: Opener, game: World, clock: Clock
 ) -> None:
     rl = opened()
     runner_id = rl.fleet.join("w1", [MODULE], [SPAWN], [LEASE])
@@ -74,7 +77,7 @@ def test_a_runner_joins_with_what_it_loaded_and_appears_live(
 
 
 def test_a_runner_records_the_modules_of_what_was_registered_on_its_registry(
-    opened: Opener, game: Game
+    opened: Opener, game: World
 ) -> None:
     rl = opened()
     rl.runner("w1").once()
@@ -88,7 +91,7 @@ def test_a_runner_records_the_modules_of_what_was_registered_on_its_registry(
 
 
 def test_a_runner_that_stops_beating_is_gone_after_the_bound_and_serves_nothing(
-    opened: Opener, game: Game, clock: Clock
+    opened: Opener, game: World, clock: Clock
 ) -> None:
     rl = opened(runner_gone_s=60)
     runner_id = rl.fleet.join("w1", [MODULE], [SPAWN], [LEASE])
@@ -103,7 +106,7 @@ def test_a_runner_that_stops_beating_is_gone_after_the_bound_and_serves_nothing(
     assert listed(rl)["w1"].last_beat == clock.now
 
 
-def test_a_runner_that_left_is_stopped_and_serves_nothing(opened: Opener, game: Game) -> None:
+def test_a_runner_that_left_is_stopped_and_serves_nothing(opened: Opener, game: World) -> None:
     rl = opened()
     runner_id = rl.fleet.join("w1", [MODULE], [SPAWN], [LEASE])
     rl.fleet.leave(runner_id)
@@ -115,7 +118,7 @@ def test_a_runner_that_left_is_stopped_and_serves_nothing(opened: Opener, game: 
 
 
 def test_serving_is_the_union_of_what_the_live_runners_loaded(
-    opened: Opener, game: Game, clock: Clock
+    opened: Opener, game: World, clock: Clock
 ) -> None:
     rl = opened(runner_gone_s=30)
     rl.fleet.join("old", ["redis"], ["redis.set"], ["redis.key"])
@@ -168,7 +171,7 @@ class Crashing(Runner):
 
 
 def test_a_runner_beats_every_tick_and_leaves_when_stopped_or_interrupted(
-    opened: Opener, game: Game, clock: Clock
+    opened: Opener, game: World, clock: Clock
 ) -> None:
     rl = opened()
     runner = rl.runner("steady")

@@ -17,19 +17,19 @@ from runledger.application.services.sweep.from_rows import entry_from_row
 from runledger.domain.resource import Resource
 from runledger.projections.rows import EntryRow
 from tests.support.by_hand import claim
-from tests.support.game import Clock, step
 from tests.support.playing import (
     SPAWN,
-    PlayWorld,
-    answering,
+    Clock,
     ended_run,
     entry_of,
     fails,
     made,
     placeholder,
     play,
+    step,
 )
 from tests.support.reading import entry
+from tests.support.world import World, answering
 
 LIBRARY_STAMPS = ("_created_on", "_modified_on", "_pending_events")
 
@@ -46,7 +46,7 @@ def assert_built_as_replayed(rl: Runledger, entry_id: UUID) -> Resource:
 
 
 def test_an_entry_built_from_its_row_is_the_one_its_stream_replays_in_every_open_state(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     until = (rl.clock() + timedelta(seconds=600)).isoformat()
     payload = {"hp": 3, "tags": ["a", "b"], "at": None}
@@ -55,14 +55,14 @@ def test_an_entry_built_from_its_row_is_the_one_its_stream_replays_in_every_open
     [c1, c2, c3] = made(run, "spawn", "1", "2", "3")
     assert_built_as_replayed(rl, c1)  # live, with a payload and an until
     assert_built_as_replayed(rl, placeholder(run, "lost"))  # a placeholder
-    world.in_force[SPAWN] = {"ok": True, "in_force": ["1", "3"]}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": ["1", "3"]}))
     rl.reconciler.reconcile_module("world")
     assert entry(rl, c2).status == "orphaned"
     assert_built_as_replayed(rl, c2)  # orphaned, its reason the last error
     assert claim(rl, c3, "dead", rl.clock() + timedelta(seconds=40), 3)
     assert_built_as_replayed(rl, c3)  # under a claim
     rl.ledger.abort_run(run, "the shard went down")
-    world.answer(SPAWN, answering({"ok": False, "error": "the shard is busy"}))
+    world.answer("revert", SPAWN, answering({"ok": False, "error": "the shard is busy"}))
     clock.advance(40)
     rl.cleanup.sweep("w1")
     assert entry(rl, c1).status == "failing"
@@ -74,7 +74,7 @@ def test_an_entry_built_from_its_row_is_the_one_its_stream_replays_in_every_open
 
 
 def test_a_row_the_stream_has_moved_past_loses_its_claim(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     _, [c1] = ended_run(rl, ["c1"])
     stale = entry_from_row(entry(rl, c1))
@@ -86,7 +86,7 @@ def test_a_row_the_stream_has_moved_past_loses_its_claim(
 
 
 def test_a_sweep_over_a_stale_row_claims_the_entry_afresh_and_gives_it_back(
-    rl: Runledger, world: PlayWorld, clock: Clock, monkeypatch: pytest.MonkeyPatch
+    rl: Runledger, world: World, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, [c1, c2] = ended_run(rl, ["c1", "c2"])
     rows = rl.queries.retryable_pages
@@ -105,9 +105,7 @@ def test_a_sweep_over_a_stale_row_claims_the_entry_afresh_and_gives_it_back(
     ]
 
 
-def test_a_row_read_is_the_frozen_entry_row_its_fields_make(
-    rl: Runledger, world: PlayWorld
-) -> None:
+def test_a_row_read_is_the_frozen_entry_row_its_fields_make(rl: Runledger, world: World) -> None:
     """EntryRow.of fills the row in place, not through the frozen __init__: it must still be
     the same value, and still refuse an assignment."""
     run = play(rl, step("spawn", SPAWN, named=[{"kind": "creature", "ref": "1", "payload": {}}]))

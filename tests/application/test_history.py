@@ -39,9 +39,9 @@ from runledger.projections.rebuild import rebuild
 from runledger.projections.views.catalog import all_views
 from tests.entrypoints.test_cli import run_cli
 from tests.support.by_hand import keep
-from tests.support.game import START, Clock
-from tests.support.playing import BUILD, SPAWN, ZONE, PlayWorld, answering, made, makes, play, start
+from tests.support.playing import BUILD, SPAWN, START, ZONE, Clock, made, makes, play, start
 from tests.support.reading import EVERY_VIEW
+from tests.support.world import World, answering
 
 DRIFT = 'the value is now "hail" rather than what this run applied, so it was left alone'
 CURSED = "the keep's foundations are cursed"
@@ -97,7 +97,7 @@ def completed_by_hand(rl: Runledger, run_id: UUID) -> None:
     rl.app.save(run)
 
 
-def stage_festival(rl: Runledger, world: PlayWorld, clock: Clock) -> Festival:
+def stage_festival(rl: Runledger, world: World, clock: Clock) -> Festival:
     """Every state an entry can pass through, each act at its own minute past noon.
 
     spawn: a placeholder superseded by c1 (reverted) and c2 (a retry failure, then kept by bob);
@@ -120,10 +120,10 @@ def stage_festival(rl: Runledger, world: PlayWorld, clock: Clock) -> Festival:
             clock.advance(15)
         return {"ok": True, "failed": ["c2"]}
 
-    world.answer(SPAWN, spawn_answer)
-    world.answer(BUILD, answering({"ok": False, "retry": False, "error": CURSED}))
-    world.restore_answer = answering({"drifted": True, "current": "hail"})
-    world.in_force[ZONE] = {"ok": True, "in_force": ["z1"]}
+    world.answer("revert", SPAWN, spawn_answer)
+    world.answer("revert", BUILD, answering({"ok": False, "retry": False, "error": CURSED}))
+    world.answer("restore", world.lease, answering({"drifted": True, "current": "hail"}))
+    world.answer("reconcile", ZONE, answering({"ok": True, "in_force": ["z1"]}))
 
     def dispatch(at: float, step: str, action: str, named: list[dict[str, Any]] | None) -> None:
         clock.move_to(minute(at))
@@ -178,15 +178,15 @@ def stage_festival(rl: Runledger, world: PlayWorld, clock: Clock) -> Festival:
     clock.move_to(AFTER_KEEP)
     festival.console[AFTER_KEEP] = what_the_console_shows(rl, run)
     clock.move_to(minute(60))
-    world.restore_answer = answering({"ok": True})
-    world.answer(BUILD, answering({"ok": True}))
+    world.answer("restore", world.lease, answering({"ok": True}))
+    world.answer("revert", BUILD, answering({"ok": True}))
     rl.cleanup.manual_cleanup(run, "alice")
     clock.move_to(minute(70))
     return festival
 
 
 @pytest.fixture
-def festival(rl: Runledger, world: PlayWorld, clock: Clock) -> Festival:
+def festival(rl: Runledger, world: World, clock: Clock) -> Festival:
     return stage_festival(rl, world, clock)
 
 

@@ -17,12 +17,14 @@ from runledger.application.runledger import Runledger
 from runledger.domain.errors import DomainError
 from runledger.domain.values import text_problem, value_problem
 from tests.support.hostile import (
+    ACTION,
+    LEASE,
     ODD,
-    HostileModule,
     Treacherous,
     Unprintable,
     Unshowable,
-    fixed,
+    asked_of,
+    hostile_world,
     lease_spec,
     odd_values,
     still_works,
@@ -30,19 +32,18 @@ from tests.support.hostile import (
     unstorable,
 )
 from tests.support.reading import row, the_step, written
+from tests.support.world import Answer, Verb, World, answering
 
 Make = Callable[[Any], Any]
 
 
 @pytest.fixture
-def module(registry: Registry) -> HostileModule:
-    hostile = HostileModule()
-    hostile.install(registry)
-    return hostile
+def module(registry: Registry) -> World:
+    return hostile_world(registry)
 
 
 @pytest.fixture
-def walk(rl: Runledger, module: HostileModule) -> Iterator[Runledger]:
+def walk(rl: Runledger, module: World) -> Iterator[Runledger]:
     """The test's runledger, checked at the end: every reader still works for every run."""
     yield rl
     still_works(rl)
@@ -150,12 +151,12 @@ PERFORM_SHAPES: dict[str, Make] = {
 
 @pytest.mark.parametrize("shape", PERFORM_SHAPES)
 def test_a_perform_answer_carrying_an_unstorable_value_is_a_readable_retry(
-    walk: Runledger, module: HostileModule, shape: str
+    walk: Runledger, module: World, shape: str
 ) -> None:
     for what, value in unstorable().items():
         run = walk.runs.start(thing_spec(name=f"perform {shape} {what}"))
         answer = PERFORM_SHAPES[shape](value)
-        module.script(run, "perform", fixed(answer))
+        module.answer("perform", ACTION, answering(answer), run=run)
         walk.runner("w").tick()
         step = the_step(walk, run, "s")
         assert step.state != "done", (what, step.state)
@@ -171,13 +172,13 @@ ERRORS_SHOWN: dict[str, Make] = {
 
 @pytest.mark.parametrize("verb", ["revert", "restore"])
 def test_an_error_message_is_made_safe_and_stays_visible(
-    walk: Runledger, module: HostileModule, verb: str
+    walk: Runledger, module: World, verb: Verb
 ) -> None:
     texts = {"NUL": "nul\x00byte", "surrogate": "bad\ud800", "megabyte": "x" * 1_000_000, **ODD}
     for n, (what, text) in enumerate(texts.items()):
         run = walk.runs.start(lease_spec(f"t{n}") if verb == "restore" else thing_spec())
         walk.runner("w").tick()
-        module.script(run, verb, fixed({"ok": False, "error": text}))
+        module.answer(verb, asked_of(verb), answering({"ok": False, "error": text}), run=run)
         walk.ledger.abort_run(run, "give it back")
         walk.runner("w").tick()
         left = walk.queries.unresolved_entries(run)
@@ -198,13 +199,13 @@ REVERT_SHAPES: dict[str, Make] = {
 @pytest.mark.parametrize("verb", ["revert", "restore"])
 @pytest.mark.parametrize("shape", REVERT_SHAPES)
 def test_a_revert_or_restore_answer_carrying_an_unstorable_value_never_reads_as_given_back(
-    walk: Runledger, module: HostileModule, verb: str, shape: str
+    walk: Runledger, module: World, verb: Verb, shape: str
 ) -> None:
     for n, (what, value) in enumerate(unstorable().items()):
         run = walk.runs.start(lease_spec(f"t{n}") if verb == "restore" else thing_spec())
         walk.runner("w").tick()
         answer = REVERT_SHAPES[shape](value)
-        module.script(run, verb, fixed(answer))
+        module.answer(verb, asked_of(verb), answering(answer), run=run)
         walk.ledger.abort_run(run, "give it back")
         walk.runner("w").tick()
         left = walk.queries.unresolved_entries(run)
@@ -217,11 +218,13 @@ def test_a_revert_or_restore_answer_carrying_an_unstorable_value_never_reads_as_
 
 
 def test_an_apply_answer_carrying_an_unstorable_value_acquires_nothing(
-    walk: Runledger, module: HostileModule
+    walk: Runledger, module: World
 ) -> None:
     for n, (what, value) in enumerate(unstorable().items()):
         run = walk.runs.start(lease_spec(f"a{n}"))
-        module.script(run, "apply", fixed({"ok": True, "baseline": value, "applied": "x"}))
+        module.answer(
+            "apply", LEASE, answering({"ok": True, "baseline": value, "applied": "x"}), run=run
+        )
         walk.runner("w").tick()
         step = the_step(walk, run, "l")
         assert step.state != "done", what
@@ -229,24 +232,24 @@ def test_an_apply_answer_carrying_an_unstorable_value_acquires_nothing(
 
 
 def test_a_reconcile_answer_carrying_an_unstorable_value_leaves_the_ledger_alone(
-    walk: Runledger, module: HostileModule
+    walk: Runledger, module: World
 ) -> None:
     run = walk.runs.start(thing_spec())
     walk.runner("w").tick()
     for what, value in unstorable().items():
-        module.script(run, "reconcile", fixed({"ok": True, "in_force": [value]}))
+        module.answer("reconcile", ACTION, answering({"ok": True, "in_force": [value]}), run=run)
         # The one live entry is not among the refs answered: with a readable answer it would be
         # orphaned; with an unreadable one core does not know, and leaves it alone.
         summary = walk.reconciler.reconcile_module("hostile")
         assert (summary.orphaned, summary.unanswered) == (0, 1), what
-        module.script(run, "reconcile", fixed(value))
+        module.answer("reconcile", ACTION, answering(value), run=run)
         summary = walk.reconciler.reconcile_module("hostile")
         assert (summary.orphaned, summary.unanswered) == (0, 1), what
     assert [e.status for e in walk.queries.unresolved_entries(run)] == ["live"]
 
 
 def test_an_expiry_naming_an_unstorable_kind_or_ref_changes_nothing(
-    walk: Runledger, module: HostileModule
+    walk: Runledger, module: World
 ) -> None:
     walk.runs.start(thing_spec())
     walk.runner("w").tick()
@@ -260,24 +263,24 @@ def test_an_expiry_naming_an_unstorable_kind_or_ref_changes_nothing(
 # --- answers that make judging itself raise -------------------------------------------------
 
 
-async def _raises_unprintable() -> Any:
+async def _raises_unprintable(*_: Any) -> Any:
     raise Unprintable()
 
 
-JUDGE_BREAKERS: dict[str, Callable[[], Any]] = {
-    "an exception whose __str__ raises": lambda: (_ for _ in ()).throw(Unprintable()),
+JUDGE_BREAKERS: dict[str, Answer] = {
+    "an exception whose __str__ raises": lambda *_: (_ for _ in ()).throw(Unprintable()),
     "a coroutine raising such an exception": _raises_unprintable,
-    "a dict whose .get raises, saying nothing": lambda: Treacherous(),
+    "a dict whose .get raises, saying nothing": lambda *_: Treacherous(),
 }
 
 
 @pytest.mark.parametrize("breaker", JUDGE_BREAKERS)
 def test_whatever_a_revert_raises_or_returns_a_verdict_and_an_error_are_recorded(
-    walk: Runledger, module: HostileModule, breaker: str
+    walk: Runledger, module: World, breaker: str
 ) -> None:
     run = walk.runs.start(thing_spec())
     walk.runner("w").tick()
-    module.script(run, "revert", JUDGE_BREAKERS[breaker])
+    module.answer("revert", ACTION, JUDGE_BREAKERS[breaker], run=run)
     walk.ledger.abort_run(run, "give it back")
     walk.runner("w").tick()
     [left] = walk.queries.unresolved_entries(run)
@@ -287,24 +290,22 @@ def test_whatever_a_revert_raises_or_returns_a_verdict_and_an_error_are_recorded
         assert "Unprintable (its message could not be read)" in error
 
 
-def test_a_dict_whose_get_raises_is_judged_by_what_it_holds(
-    walk: Runledger, module: HostileModule
-) -> None:
+def test_a_dict_whose_get_raises_is_judged_by_what_it_holds(walk: Runledger, module: World) -> None:
     run = walk.runs.start(thing_spec())
     walk.runner("w").tick()
-    module.script(run, "revert", lambda: Treacherous(ok=True))
+    module.answer("revert", ACTION, lambda *_: Treacherous(ok=True), run=run)
     walk.ledger.abort_run(run, "give it back")
     walk.runner("w").tick()
     assert walk.queries.unresolved_entries(run) == []
-    assert [verb for _, verb in module.calls].count("revert") == 1
+    assert sum(module.reverts.values()) == 1
 
 
 @pytest.mark.parametrize("breaker", JUDGE_BREAKERS)
 def test_whatever_a_perform_raises_or_returns_the_step_records_a_readable_failure(
-    walk: Runledger, module: HostileModule, breaker: str
+    walk: Runledger, module: World, breaker: str
 ) -> None:
     run = walk.runs.start(thing_spec())
-    module.script(run, "perform", JUDGE_BREAKERS[breaker])
+    module.answer("perform", ACTION, JUDGE_BREAKERS[breaker], run=run)
     walk.runner("w").tick()
     step = the_step(walk, run, "s")
     assert (step.state, step.attempts) != ("done", 1)
@@ -312,7 +313,7 @@ def test_whatever_a_perform_raises_or_returns_the_step_records_a_readable_failur
 
 
 def test_a_module_s_reconcile_request_never_raises_into_the_module(
-    walk: Runledger, module: HostileModule
+    walk: Runledger, module: World
 ) -> None:
     from runledger.application.modules.loader import ModuleEvents
 
@@ -336,10 +337,10 @@ SOME = settings(
 @SOME
 @given(value=odd_values())
 def test_a_perform_answer_naming_any_payload_is_stored_as_given_or_a_readable_retry(
-    rl: Runledger, module: HostileModule, value: Any
+    rl: Runledger, module: World, value: Any
 ) -> None:
     run = rl.runs.start(thing_spec())
-    module.script(run, "perform", lambda: _named(payload={"n": value}))
+    module.answer("perform", ACTION, lambda *_: _named(payload={"n": value}), run=run)
     rl.runner("w").tick()
     step = the_step(rl, run, "s")
     if value_problem(value) is None:
@@ -354,11 +355,11 @@ def test_a_perform_answer_naming_any_payload_is_stored_as_given_or_a_readable_re
 @SOME
 @given(value=odd_values())
 def test_no_odd_revert_answer_reads_as_given_back_unless_it_says_ok(
-    rl: Runledger, module: HostileModule, value: Any
+    rl: Runledger, module: World, value: Any
 ) -> None:
     run = rl.runs.start(thing_spec())
     rl.runner("w").tick()
-    module.script(run, "revert", lambda: value)
+    module.answer("revert", ACTION, answering(value), run=run)
     rl.ledger.abort_run(run, "give it back")
     rl.runner("w").tick()
     left = rl.queries.unresolved_entries(run)

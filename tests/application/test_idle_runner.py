@@ -15,8 +15,9 @@ import psycopg
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from tests.support.corrupt import schema, sqlite
-from tests.support.game import Clock, Game, phase, runledgers, spec, step
+from tests.support.playing import GAME, Clock, phase, runledgers, spec, step
 from tests.support.reading import tick
+from tests.support.world import World
 
 SPAWN = "game.spawn"
 TABLES = (
@@ -82,7 +83,7 @@ def beats(rl: Runledger) -> list[tuple[str, float]]:
 def test_an_idle_runner_writes_its_heartbeat_and_nothing_else(
     store_url: str, registry: Registry
 ) -> None:
-    game, clock = Game(), Clock()
+    game, clock = World(name=GAME), Clock()
     game.install(registry, SPAWN)
     with runledgers(store_url, registry, clock) as open_one:
         rl = open_one()

@@ -11,8 +11,8 @@ from runledger.projections.projector import Projector
 from runledger.projections.views.known import KnownRows
 from runledger.projections.views.resources import ResourcesView
 from tests.conftest import Factory
-from tests.support.game import Clock
-from tests.support.playing import PlayWorld, ended_run, entry_of
+from tests.support.playing import Clock, ended_run, entry_of
+from tests.support.world import World
 
 
 def resources_view(rl: Runledger) -> ResourcesView:
@@ -36,7 +36,7 @@ def reads_back(rl: Runledger) -> list[list[str]]:
 
 
 def test_new_entries_and_a_sweep_are_projected_without_reading_rows_back(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     calls = reads_back(rl)
     run, entries = ended_run(rl, ["c1", "c2", "c3"])
@@ -50,7 +50,7 @@ def test_new_entries_and_a_sweep_are_projected_without_reading_rows_back(
 
 
 def test_a_row_another_projector_moved_is_read_back_before_folding(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     mine, other = make_runledger(), make_runledger()
     run, [c1] = ended_run(mine, ["c1"])

@@ -9,9 +9,9 @@ import pytest
 
 from runledger.application.services.sweep.lanes import at_once, divide, in_lanes
 from tests.conftest import Factory
-from tests.support.game import Clock
-from tests.support.playing import PlayWorld, ended_run, key
+from tests.support.playing import Clock, ended_run, key
 from tests.support.reading import entry, lines, status
+from tests.support.world import World
 
 
 def test_runs_are_dealt_to_lanes_in_turn_and_no_lane_is_empty() -> None:
@@ -46,7 +46,7 @@ def test_a_lane_that_fails_is_raised_once_every_lane_has_ended() -> None:
 
 @pytest.mark.parametrize("lanes", [1, 2, 3])
 def test_lanes_give_each_entry_back_once_and_log_each_call_and_run(
-    make_runledger: Factory, world: PlayWorld, clock: Clock, lanes: int
+    make_runledger: Factory, world: World, clock: Clock, lanes: int
 ) -> None:
     rl = make_runledger(cleanup_run_batch=10, cleanup_lanes=lanes)
     assert rl.cleanup.lanes == lanes

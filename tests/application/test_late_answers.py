@@ -1,5 +1,5 @@
 """Late answers count: a call abandoned at its deadline that answers after all, on an SQLite file
-and on PostgreSQL, checked against the world itself (the sandbox's own tables, the Game's own
+and on PostgreSQL, checked against the world itself (the sandbox's own tables, the World's own
 state), not only the ledger.
 
 Issue 26's first cause: a perform hangs past its budget, the run ends, its placeholder is given
@@ -28,8 +28,9 @@ from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from runledger.projections.queries import EntryRow
-from tests.support.game import Clock, Game, phase, runledgers, spec, step
+from tests.support.playing import GAME, Clock, phase, runledgers, spec, step
 from tests.support.reading import the_step
+from tests.support.world import World
 
 SPAWN = "game.spawn"
 LATE_S = 1.5
@@ -132,26 +133,26 @@ def test_a_perform_that_answers_late_while_its_run_goes_on_is_ledgered_and_given
     assert sandbox.things() == {}
 
 
-# --- a module that does not fence: the Game ------------------------------------------------------
+# --- a module that does not fence: the World ------------------------------------------------------
 
 
 @pytest.fixture
-def slow_game(registry: Registry) -> Game:
-    """The Game, whose spawn has a budget of 0.3 s; its next perform makes its things late."""
-    game = Game()
+def slow_game(registry: Registry) -> World:
+    """The World, whose spawn has a budget of 0.3 s; its next perform makes its things late."""
+    game = World(name=GAME)
     game.install(registry, SPAWN, budget_ms=300)
 
     def late(params: dict[str, Any], key: str) -> Any:
         time.sleep(LATE_S)
         return game.make(params, key)
 
-    game.script(SPAWN, late)
+    game.script("perform", SPAWN, late)
     return game
 
 
 @pytest.fixture
 def game_rl(
-    store_url: str, registry: Registry, clock: Clock, slow_game: Game
+    store_url: str, registry: Registry, clock: Clock, slow_game: World
 ) -> Iterator[Runledger]:
     with runledgers(store_url, registry, clock) as open_one:
         yield open_one(**SLOW)
@@ -163,7 +164,7 @@ def one_step(count: int = 2) -> dict[str, Any]:
 
 
 def test_what_a_late_answer_names_after_its_run_ended_is_ledgered_on_that_run_and_given_back(
-    game_rl: Runledger, slow_game: Game
+    game_rl: Runledger, slow_game: World
 ) -> None:
     run = game_rl.runs.start(one_step())
     game_rl.runs.advance_leg("w1")
@@ -181,7 +182,7 @@ def test_what_a_late_answer_names_after_its_run_ended_is_ledgered_on_that_run_an
 
 
 def test_a_late_answer_and_the_steps_retry_under_one_key_ledger_each_thing_once(
-    game_rl: Runledger, slow_game: Game, clock: Clock
+    game_rl: Runledger, slow_game: World, clock: Clock
 ) -> None:
     run = game_rl.runs.start(one_step())
     game_rl.runs.advance_leg("w1")
@@ -217,9 +218,9 @@ def test_a_stopping_runner_waits_for_abandoned_calls_then_names_those_it_left(
 def test_core_never_dispatches_a_key_whose_placeholder_was_given_back(
     store_url: str, registry: Registry, clock: Clock
 ) -> None:
-    game = Game()
+    game = World(name=GAME)
     game.install(registry, SPAWN)
-    game.script(SPAWN, lambda params, key: {"ok": False, "error": "the shard is busy"})
+    game.script("perform", SPAWN, lambda params, key: {"ok": False, "error": "the shard is busy"})
     with runledgers(store_url, registry, clock) as open_one:
         rl = open_one()
         run = rl.runs.start(one_step())

@@ -18,15 +18,16 @@ from runledger.application.services.dry_run import StartRefused
 from runledger.domain.reservation import holds_target
 from runledger.domain.resource import Resource
 from runledger.projections.queries import EntryRow
-from tests.support.game import LEASE, START, Clock, Game, phase, runledgers, spec, step
+from tests.support.playing import START, Clock, phase, runledgers, spec, step
 from tests.support.reading import row, the_step, tick, written
+from tests.support.world import LEASE, World
 
 SPAWN = "game.spawn"
 Opener = Callable[..., Runledger]
 
 
 @pytest.fixture
-def rl(store_url: str, registry: Registry, clock: Clock, game: Game) -> Iterator[Runledger]:
+def rl(store_url: str, registry: Registry, clock: Clock, game: World) -> Iterator[Runledger]:
     with runledgers(store_url, registry, clock) as open_one:
         yield open_one()
 
@@ -70,7 +71,7 @@ def asks_again(rl: Runledger, value: Any = "snow", lease: str = LEASE) -> UUID:
 
 
 def test_a_completed_runs_drifted_lease_lets_a_new_run_take_the_target(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     first = rl.runs.start(holding())
     tick(rl)
@@ -85,7 +86,7 @@ def test_a_completed_runs_drifted_lease_lets_a_new_run_take_the_target(
     assert row(rl, first).cleanup_status == "incomplete"  # the drift still needs a person
 
 
-def test_a_kept_lease_lets_a_new_run_take_the_target(rl: Runledger, game: Game) -> None:
+def test_a_kept_lease_lets_a_new_run_take_the_target(rl: Runledger, game: World) -> None:
     first = rl.runs.start(holding())
     tick(rl)
     rl.ledger.cancel_run(first, "alice", cleanup=False)
@@ -97,12 +98,12 @@ def test_a_kept_lease_lets_a_new_run_take_the_target(rl: Runledger, game: Game) 
 
 
 def test_a_lease_failing_with_attempts_left_still_holds_its_target(
-    rl: Runledger, game: Game, registry: Registry
+    rl: Runledger, game: World, registry: Registry
 ) -> None:
     def refuse(**_: Any) -> Any:
         raise RuntimeError("the weather shard is down")
 
-    registry.module("flaky").lease("flaky", apply=game._apply, restore=refuse)
+    registry.module("flaky").lease("flaky", apply=game.verb("apply", "flaky"), restore=refuse)
     first = rl.runs.start(holding(lease="flaky"))
     tick(rl)
     assert rl.runs.advance(first, "alice") == "completed"
@@ -114,7 +115,7 @@ def test_a_lease_failing_with_attempts_left_still_holds_its_target(
 
 
 def test_a_lease_under_a_live_claim_still_holds_its_target(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     first = rl.runs.start(holding())
     tick(rl)
@@ -129,7 +130,7 @@ def test_a_lease_under_a_live_claim_still_holds_its_target(
 
 
 def test_a_lease_whose_answer_never_reached_the_ledger_holds_its_target_until_given_back(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     first = rl.runs.start(holding())
     # A runner that applied the lease and died before it could record the answer.

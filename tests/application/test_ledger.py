@@ -24,11 +24,10 @@ from runledger.domain.resource import Resource
 from runledger.projections.backend import TABLES
 from tests.support import playing
 from tests.support.by_hand import claim, keep
-from tests.support.game import Clock, step
 from tests.support.playing import (
     BUILD,
     SPAWN,
-    PlayWorld,
+    Clock,
     complete,
     ended,
     entry_of,
@@ -40,9 +39,10 @@ from tests.support.playing import (
     override,
     play,
     start,
+    step,
 )
 from tests.support.reading import entry, written
-from tests.support.world import throw
+from tests.support.world import World, answering, throws
 
 Factory = Callable[..., Runledger]
 
@@ -64,7 +64,7 @@ def placeholder(rl: Runledger, run: UUID, key: str = "k1", step: str = "spawn") 
 
 
 def test_recording_a_placeholder_twice_is_a_no_op(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     first = placeholder(rl, run)
@@ -76,7 +76,7 @@ def test_recording_a_placeholder_twice_is_a_no_op(
     assert [e.entry_id for e in rl.queries.entries(run)] == [first]
 
 
-def test_recording_a_lease_twice_is_a_no_op(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def test_recording_a_lease_twice_is_a_no_op(rl: Runledger, world: World, clock: Clock) -> None:
     lease = leases()
     run = play(rl, lease)
     first = override(run)
@@ -90,7 +90,7 @@ def test_recording_a_lease_twice_is_a_no_op(rl: Runledger, world: PlayWorld, clo
 
 
 def test_a_placeholder_of_another_step_or_key_is_another_entry(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     ids = {placeholder(rl, run), placeholder(rl, run, key="k2"), placeholder(rl, run, step="s2")}
@@ -99,7 +99,7 @@ def test_a_placeholder_of_another_step_or_key_is_another_entry(
 
 @pytest.mark.parametrize("end", ["complete", "cancel", "abort"])
 def test_recording_on_an_ended_run_is_refused_and_writes_nothing(
-    rl: Runledger, world: PlayWorld, clock: Clock, end: str
+    rl: Runledger, world: World, clock: Clock, end: str
 ) -> None:
     run = play(rl, makes("spawn", "c1"))
     if end == "complete":
@@ -122,7 +122,7 @@ def test_recording_on_an_unknown_run_is_not_found(rl: Runledger, clock: Clock) -
     assert written(rl) == 0
 
 
-def test_a_run_ends_only_once(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def test_a_run_ends_only_once(rl: Runledger, world: World, clock: Clock) -> None:
     run = ended(rl, makes("spawn", "c1"))
     before = written(rl)
     for end in (
@@ -139,7 +139,7 @@ def test_a_run_ends_only_once(rl: Runledger, world: PlayWorld, clock: Clock) -> 
 
 
 def test_supersede_records_the_named_resources_and_retires_the_placeholder(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
@@ -188,7 +188,7 @@ def test_supersede_records_the_named_resources_and_retires_the_placeholder(
     ids=repr,
 )
 def test_supersede_is_atomic_a_malformed_resource_writes_nothing(
-    rl: Runledger, world: PlayWorld, clock: Clock, bad: Any
+    rl: Runledger, world: World, clock: Clock, bad: Any
 ) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
@@ -202,14 +202,14 @@ def test_supersede_is_atomic_a_malformed_resource_writes_nothing(
 
 
 def test_supersede_at_the_longest_names_allowed_is_accepted(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     [long] = rl.ledger.supersede(placeholder(rl, run), [{"kind": "k" * 64, "ref": "r" * 190}])
     assert (entry(rl, long).kind, entry(rl, long).ref) == ("k" * 64, "r" * 190)
 
 
-def test_supersede_twice_is_a_no_op(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def test_supersede_twice_is_a_no_op(rl: Runledger, world: World, clock: Clock) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
     named = [{"kind": "creature", "ref": "c1"}, {"kind": "creature", "ref": "c2"}]
@@ -222,7 +222,7 @@ def test_supersede_twice_is_a_no_op(rl: Runledger, world: PlayWorld, clock: Cloc
 
 
 def test_a_dispatch_that_named_nothing_just_retires_its_placeholder(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
@@ -231,7 +231,7 @@ def test_a_dispatch_that_named_nothing_just_retires_its_placeholder(
 
 
 def test_a_dispatch_that_names_one_resource_twice_records_it_once(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
@@ -243,7 +243,7 @@ def test_a_dispatch_that_names_one_resource_twice_records_it_once(
 
 
 def test_a_named_resource_until_without_a_timezone_is_refused(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
@@ -253,9 +253,7 @@ def test_a_named_resource_until_without_a_timezone_is_refused(
     assert written(rl) == before
 
 
-def test_only_a_placeholder_can_be_superseded(
-    rl: Runledger, world: PlayWorld, clock: Clock
-) -> None:
+def test_only_a_placeholder_can_be_superseded(rl: Runledger, world: World, clock: Clock) -> None:
     run = festival(rl)
     [c1] = rl.ledger.supersede(placeholder(rl, run), [{"kind": "creature", "ref": "c1"}])
     before = written(rl)
@@ -267,7 +265,7 @@ def test_only_a_placeholder_can_be_superseded(
 
 
 def test_a_late_answer_after_the_run_ended_is_still_ledgered_and_given_back(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
@@ -279,7 +277,7 @@ def test_a_late_answer_after_the_run_ended_is_still_ledgered_and_given_back(
 
 
 def test_a_late_answer_after_a_cancel_without_cleanup_is_kept_in_the_same_name(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run = festival(rl)
     held = placeholder(rl, run)
@@ -295,7 +293,7 @@ def test_a_late_answer_after_a_cancel_without_cleanup_is_kept_in_the_same_name(
 
 
 def test_a_late_answer_after_its_placeholder_was_given_back_is_given_back_too(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     calls: list[list[str]] = []
 
@@ -303,7 +301,7 @@ def test_a_late_answer_after_its_placeholder_was_given_back_is_given_back_too(
         calls.append([r["ref"] for r in resources])
         return {"ok": True}
 
-    world.answer(SPAWN, revert)
+    world.answer("revert", SPAWN, revert)
     run = festival(rl)
     held = placeholder(rl, run)
     rl.ledger.abort_run(run, "the phase timed out")
@@ -319,7 +317,7 @@ def test_a_late_answer_after_its_placeholder_was_given_back_is_given_back_too(
 
 
 def test_of_two_claims_on_stale_copies_exactly_one_wins(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     [c1] = made(ended(rl, makes("spawn", "c1")), "spawn", "c1")
     now = rl.clock()
@@ -335,7 +333,7 @@ def test_of_two_claims_on_stale_copies_exactly_one_wins(
 
 
 def test_a_claim_loses_to_a_live_claim_and_wins_once_it_expires(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     [c1] = made(play(rl, makes("spawn", "c1")), "spawn", "c1")
     expires = rl.clock() + timedelta(seconds=40)
@@ -348,7 +346,7 @@ def test_a_claim_loses_to_a_live_claim_and_wins_once_it_expires(
 
 
 def test_racing_claims_from_two_processes_have_exactly_one_winner(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     one, two = make_runledger(), make_runledger()
     refs = [f"c{n}" for n in range(5)]
@@ -381,7 +379,7 @@ def race(*attempts: Callable[[], bool]) -> list[bool]:
 
 
 def test_keep_resolves_one_entry_in_a_persons_name(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     [c1, c2] = made(play(rl, makes("spawn", "c1", "c2")), "spawn", "c1", "c2")
     keep(rl, c1, "alice")
@@ -415,11 +413,15 @@ def rebuild_from_zero(rl: Runledger) -> None:
     rl.projector.catch_up()
 
 
-def a_busy_history(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
+def a_busy_history(rl: Runledger, world: World, clock: Clock) -> None:
     """Every kind of event, written across many catch-ups."""
-    world.answer(BUILD, throw)
-    world.restore_answer = lambda baseline, expected, target: (
-        {"drifted": True, "current": "hail"} if target == "market" else {"ok": True}
+    world.answer("revert", BUILD, throws())
+    world.answer(
+        "restore",
+        world.lease,
+        lambda baseline, expected, target: (
+            {"drifted": True, "current": "hail"} if target == "market" else {"ok": True}
+        ),
     )
     ended(rl, makes("spawn", "c1"), leases(), name="given back")
     wall = {"kind": "wall", "ref": "w1", "payload": {"n": [1, 2]}}
@@ -437,7 +439,7 @@ def a_busy_history(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
     play(rl, makes("spawn", "z1", "z2", "z3", kind="zone", until=until), name="zones")
     rl.reconciler.expire("world", "zone", "z1")
     clock.advance(5)
-    world.in_force[SPAWN] = {"ok": True, "in_force": ["z3"]}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": ["z3"]}))
     rl.reconciler.reconcile_module("world")
     for _ in range(3):
         rl.cleanup.sweep("w1")
@@ -447,7 +449,7 @@ def a_busy_history(rl: Runledger, world: PlayWorld, clock: Clock) -> None:
 
 
 def test_a_rebuild_from_zero_equals_the_live_tables(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     a_busy_history(rl, world, clock)
     live = dump(rl)
@@ -461,7 +463,7 @@ def test_a_rebuild_from_zero_equals_the_live_tables(
 
 
 def test_a_rebuild_in_many_small_pages_equals_the_live_tables(
-    rl: Runledger, world: PlayWorld, clock: Clock, monkeypatch: pytest.MonkeyPatch
+    rl: Runledger, world: World, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a_busy_history(rl, world, clock)
     live = dump(rl)

@@ -26,7 +26,7 @@ from tests.support.definitions_support import (
     stall,
     verified_and_published,
 )
-from tests.support.game import Clock
+from tests.support.playing import Clock
 from tests.support.reading import row, tick
 
 Opener = Callable[..., Runledger]

@@ -7,8 +7,8 @@ import threading
 
 from runledger.application.runledger import Runledger
 from runledger.projections.queries import Queries
-from tests.support.game import Clock
-from tests.support.playing import PlayWorld, ended_run
+from tests.support.playing import Clock, ended_run
+from tests.support.world import World
 
 
 def counted(rl: Runledger) -> tuple[Queries, list[str]]:
@@ -22,7 +22,7 @@ def counted(rl: Runledger) -> tuple[Queries, list[str]]:
 
 
 def test_reads_in_one_catch_up_share_it_and_see_everything_saved_before_it(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     queries, calls = counted(rl)
     run, [c1] = ended_run(rl, ["c1"])
@@ -38,7 +38,7 @@ def test_reads_in_one_catch_up_share_it_and_see_everything_saved_before_it(
 
 
 def test_another_threads_reads_catch_up_while_one_thread_holds_its_catch_up(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     queries, calls = counted(rl)
     ended_run(rl, ["c1"])

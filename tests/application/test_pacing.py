@@ -15,11 +15,10 @@ from eventsourcing.persistence import ConnectionPoolClosedError
 
 from runledger.application.services.running.runner import TickReport
 from tests.conftest import Factory
-from tests.support.game import Clock
-from tests.support.playing import SPAWN, PlayWorld, complete, ended_run, key, makes, play, start
+from tests.support.playing import SPAWN, Clock, complete, ended_run, key, makes, play, start
 from tests.support.reading import status as cleanup_status
 from tests.support.reading import the_step
-from tests.support.world import hang
+from tests.support.world import World, hangs
 
 
 def _until(condition: Callable[[], bool], timeout: float) -> float:
@@ -32,7 +31,7 @@ def _until(condition: Callable[[], bool], timeout: float) -> float:
 
 
 def test_one_tick_gives_back_every_ended_run_pass_after_pass(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(cleanup_run_batch=2)
     runs = [ended_run(rl, [f"c{n}"])[0] for n in range(5)]
@@ -43,11 +42,11 @@ def test_one_tick_gives_back_every_ended_run_pass_after_pass(
 
 
 def test_a_leg_whose_time_is_spent_stops_between_calls_and_says_so(
-    make_runledger: Factory, world: PlayWorld
+    make_runledger: Factory, world: World
 ) -> None:
     rl = make_runledger(cleanup_run_batch=1, cleanup_budget_s=0.3)
     runs = [ended_run(rl, [f"c{n}"])[0] for n in range(6)]
-    world.answer(SPAWN, hang(0.2))
+    world.answer("revert", SPAWN, hangs(0.2, {"ok": True}))
     first = rl.runner("w1").tick()
     # Two or three calls of 0.2 s fit 0.3 s (the pass in hand finishes its call); not six.
     assert first.cut_short and 1 <= len(first.swept) <= 3, [
@@ -63,7 +62,7 @@ def test_a_leg_whose_time_is_spent_stops_between_calls_and_says_so(
 
 
 def test_a_run_ended_elsewhere_is_given_back_before_the_rest_is_over(
-    make_runledger: Factory, world: PlayWorld
+    make_runledger: Factory, world: World
 ) -> None:
     rl = make_runledger()
     run = play(rl, makes("spawn", "c1", "c2"))
@@ -92,7 +91,7 @@ def test_a_run_ended_elsewhere_is_given_back_before_the_rest_is_over(
 
 
 def test_a_resting_runner_with_nothing_ended_only_reads(
-    make_runledger: Factory, world: PlayWorld
+    make_runledger: Factory, world: World
 ) -> None:
     rl = make_runledger(wake_s=0.01)
     run: UUID = ended_run(rl, ["c1"])[0]
@@ -114,7 +113,7 @@ def test_a_resting_runner_with_nothing_ended_only_reads(
 
 
 def test_a_tick_whose_step_bound_left_steps_due_is_followed_at_once(
-    make_runledger: Factory, world: PlayWorld
+    make_runledger: Factory, world: World
 ) -> None:
     rl = make_runledger(steps_per_tick=2)
     run = start(rl, *(makes(f"s{n}", f"c{n}") for n in range(5)))
@@ -133,7 +132,7 @@ def test_a_tick_whose_step_bound_left_steps_due_is_followed_at_once(
 
 
 def test_a_resting_runner_whose_store_is_gone_says_so_once_a_tick_not_once_a_look(
-    make_runledger: Factory, world: PlayWorld, caplog: pytest.LogCaptureFixture
+    make_runledger: Factory, world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     rl = make_runledger(wake_s=0.01)
     runner = rl.runner("w1")

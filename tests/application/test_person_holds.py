@@ -10,9 +10,7 @@ is done. Every test reads the world itself (the sky's own values and its log of 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -26,71 +24,31 @@ from runledger.projections.pages import Where
 from runledger.projections.queries import EntryRow
 from tests.support.api_support import serving
 from tests.support.console_support import Console, text_of
-from tests.support.game import Clock, phase, spec, step
+from tests.support.playing import Clock, phase, spec, step
 from tests.support.reading import lines, status, tick
+from tests.support.world import World
 
 SKY = "sky"
 LEASE = "sky.weather"
 Opener = Callable[..., Runledger]
 
 
-@dataclass
-class Sky:
-    """A world with one lease over its weather: ``values`` is the world itself. A restore puts
-    the baseline back only if the target still holds what was applied (compare-and-set); with a
-    key and no baseline it restores what that key's apply found."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    restores: list[dict[str, Any]] = field(default_factory=list)
-    by_key: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def install(self, registry: Registry) -> None:
-        registry.module(SKY).lease(LEASE, apply=self.apply, restore=self.restore)
-
-    def apply(
-        self, target: str, value: Any, run_id: str, idempotency_key: str | None = None
-    ) -> Any:
-        with self.lock:
-            if idempotency_key is not None and idempotency_key in self.by_key:
-                baseline, applied = self.by_key[idempotency_key]
-                return {"ok": True, "baseline": baseline, "applied": applied}
-            baseline = self.values.get(target, "clear")
-            self.values[target] = value
-            if idempotency_key is not None:
-                self.by_key[idempotency_key] = (baseline, value)
-        return {"ok": True, "baseline": baseline, "applied": value}
-
-    def restore(
-        self,
-        baseline: Any,
-        expected: Any,
-        run_id: str,
-        target: str,
-        idempotency_key: str | None = None,
-    ) -> Any:
-        with self.lock:
-            self.restores.append({"target": target, "baseline": baseline, "expected": expected})
-            if baseline is None and expected is None and idempotency_key is not None:
-                if idempotency_key not in self.by_key:
-                    return {"ok": True}  # nothing was applied under this key
-                baseline, expected = self.by_key[idempotency_key]
-            current = self.values.get(target, "clear")
-            if current != expected:
-                return {"drifted": True, "current": current}
-            self.values[target] = baseline
-        return {"ok": True}
-
-
-@pytest.fixture
-def sky(registry: Registry) -> Sky:
-    sky = Sky()
+def sky_world(registry: Registry) -> World:
+    """The World as the module sky, with one lease over its weather: ``values`` is the world
+    itself. A restore puts the baseline back only if the target still holds what was applied
+    (compare-and-set), the baseline and applied value its key's apply found winning."""
+    sky = World(name=SKY, lease=LEASE)
     sky.install(registry)
     return sky
 
 
 @pytest.fixture
-def rl(opened: Opener, sky: Sky) -> Runledger:
+def sky(registry: Registry) -> World:
+    return sky_world(registry)
+
+
+@pytest.fixture
+def rl(opened: Opener, sky: World) -> Runledger:
     return opened()
 
 
@@ -114,7 +72,7 @@ def said(target: str, run: UUID, until: str) -> str:
     return f"{target} is held by run {run} until {until} UTC: not restored"
 
 
-def drifted_then_leased(rl: Runledger, sky: Sky, clock: Clock) -> tuple[UUID, UUID]:
+def drifted_then_leased(rl: Runledger, sky: World, clock: Clock) -> tuple[UUID, UUID]:
     """Cause 4 up to the person's act: A's lease drifted under a game master's storm, and B
     holds north=fog over that storm until 13:01:00."""
     a = rl.runs.start(holding(name="first fog"))
@@ -133,7 +91,7 @@ def drifted_then_leased(rl: Runledger, sky: Sky, clock: Clock) -> tuple[UUID, UU
     return a, b
 
 
-def one_of_two_held(rl: Runledger, sky: Sky, name: str = "A") -> tuple[UUID, UUID]:
+def one_of_two_held(rl: Runledger, sky: World, name: str = "A") -> tuple[UUID, UUID]:
     """A run that leased north and east, both drifted under a game master; then B holds north."""
     east = step("east", CORE_LEASE, lease=LEASE, target="east", value="hail", duration_s=60)
     north = holding()["phases"][0]["steps"][0]
@@ -152,13 +110,13 @@ def one_of_two_held(rl: Runledger, sky: Sky, name: str = "A") -> tuple[UUID, UUI
 
 
 def test_a_person_s_retry_never_restores_over_another_live_run_s_lease(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     a, b = drifted_then_leased(rl, sky, clock)
-    restores = len(sky.restores)
+    restores = len(sky.restore_calls)
     retried = rl.cleanup.manual_cleanup(a, "ops")
     assert sky.values == {"north": "fog"}  # B's override stands
-    assert len(sky.restores) == restores  # nothing was asked of the sky
+    assert len(sky.restore_calls) == restores  # nothing was asked of the sky
     [held] = retried.held
     assert held.said == said("north", b, "2026-12-02 13:01:00")
     assert (held.holder, held.lease, held.target) == (b, LEASE, "north")
@@ -177,7 +135,7 @@ def test_a_person_s_retry_never_restores_over_another_live_run_s_lease(
 
 
 def test_once_the_other_run_has_ended_the_same_entry_is_retried_and_the_storm_stays(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     a, b = drifted_then_leased(rl, sky, clock)
     rl.cleanup.manual_cleanup(a, "ops")
@@ -187,7 +145,7 @@ def test_once_the_other_run_has_ended_the_same_entry_is_retried_and_the_storm_st
     again = rl.cleanup.manual_cleanup(a, "ops")
     assert again.held == []
     assert (again.attempted, again.drifted) == (1, 1)
-    assert sky.restores[-1] == {"target": "north", "baseline": "clear", "expected": "fog"}
+    assert sky.restore_calls[-1] == {"target": "north", "baseline": "clear", "expected": "fog"}
     assert sky.values == {"north": "storm"}  # A's retry found storm, not its fog: left alone
     entry = lease_of(rl, a)
     assert (entry.status, entry.drift_current) == ("drifted", "storm")
@@ -199,7 +157,7 @@ def test_once_the_other_run_has_ended_the_same_entry_is_retried_and_the_storm_st
 
 
 def test_a_retry_gives_back_the_rest_of_the_run_and_leaves_only_the_held_lease(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     a, b = one_of_two_held(rl, sky)
     sky.values["east"] = "hail"  # the game master puts A's hail back: A's restore will match
@@ -207,7 +165,7 @@ def test_a_retry_gives_back_the_rest_of_the_run_and_leaves_only_the_held_lease(
     assert [h.target for h in retried.held] == ["north"]
     assert (retried.attempted, retried.reverted) == (1, 1)
     assert sky.values == {"north": "fog", "east": "clear"}
-    assert sorted(r["target"] for r in sky.restores) == ["east", "east", "north"]
+    assert sorted(r["target"] for r in sky.restore_calls) == ["east", "east", "north"]
     assert [line.detail for line in lines(rl, a, "cleanup.retry")] == [
         {"by": "ops", "resources": 1, "held": 1}
     ]
@@ -215,7 +173,7 @@ def test_a_retry_gives_back_the_rest_of_the_run_and_leaves_only_the_held_lease(
 
 
 def test_a_lease_placeholder_whose_target_another_run_holds_is_left_alone_too(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     # Stands in for a runner that died between the apply and saving its answer: the placeholder
     # is ledgered and the apply made, but no override entry ever names it.
@@ -233,12 +191,12 @@ def test_a_lease_placeholder_whose_target_another_run_holds_is_left_alone_too(
     b = rl.runs.start(holding(name="second fog"))
     tick(rl)
     assert sky.values == {"north": "fog"}
-    restores = len(sky.restores)
+    restores = len(sky.restore_calls)
     retried = rl.cleanup.manual_cleanup(a, "ops")
     [held] = retried.held
     assert held.entry_id == placeholder.entry_id
     assert held.said == said("north", b, "2026-12-02 13:00:00")
-    assert len(sky.restores) == restores and sky.values == {"north": "fog"}
+    assert len(sky.restore_calls) == restores and sky.values == {"north": "fog"}
     rl.projector.catch_up()
     assert rl.queries.entry(placeholder.entry_id) == placeholder  # not reset, not claimed
     finish(rl, b)
@@ -249,7 +207,7 @@ def test_a_lease_placeholder_whose_target_another_run_holds_is_left_alone_too(
 
 
 def test_a_target_held_by_the_run_itself_is_not_held_by_another(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     a = rl.runs.start(holding())
     tick(rl)
@@ -264,7 +222,7 @@ def test_a_target_held_by_the_run_itself_is_not_held_by_another(
 
 
 def test_the_bulk_plan_warns_and_applying_it_leaves_the_held_lease_alone(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     a, b = drifted_then_leased(rl, sky, clock)
     where = Where(module=SKY)
@@ -273,10 +231,10 @@ def test_the_bulk_plan_warns_and_applying_it_leaves_the_held_lease_alone(
     [planned] = run.entries
     assert run.run_id == a and planned.held is not None
     assert planned.ask == f"nothing ({said('north', b, '2026-12-02 13:01:00')})"
-    restores = len(sky.restores)
+    restores = len(sky.restore_calls)
     done = rl.bulk.apply(where, plan.fingerprint, "ops")
     assert [h.holder for h in done[a].held] == [b]
-    assert len(sky.restores) == restores and sky.values == {"north": "fog"}
+    assert len(sky.restore_calls) == restores and sky.values == {"north": "fog"}
     # Once B has ended, the plan would restore: it is a new plan, and the old one is stale.
     finish(rl, b)
     tick(rl)
@@ -293,7 +251,7 @@ def test_the_bulk_plan_warns_and_applying_it_leaves_the_held_lease_alone(
 
 
 def test_the_api_s_answer_and_the_console_s_confirmation_say_which_lease_is_left_and_why(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     a, b = drifted_then_leased(rl, sky, clock)
     api = serving(rl)
@@ -328,7 +286,7 @@ def test_the_api_s_answer_and_the_console_s_confirmation_say_which_lease_is_left
 
 
 def test_the_confirmation_counts_what_is_asked_apart_from_what_is_left(
-    rl: Runledger, sky: Sky, clock: Clock
+    rl: Runledger, sky: World, clock: Clock
 ) -> None:
     a, b = one_of_two_held(rl, sky)
     api = serving(rl)

@@ -18,7 +18,7 @@ from tests.application.test_projections import as_they_stand, ledger_a_run
 from tests.conftest import Factory
 from tests.support.corrupt import RUN_STARTED, UNKNOWN_TOPIC, delete_raw, events_table, insert_raw
 from tests.support.forked_cli import ForkedCli
-from tests.support.playing import PlayWorld
+from tests.support.world import World
 
 BAD_JSON = b'{"name": "half'
 
@@ -273,6 +273,6 @@ def test_a_hostile_topic_is_shown_as_text_on_one_line(
 
 
 @pytest.fixture(autouse=True)
-def played(world: PlayWorld) -> PlayWorld:
+def played(world: World) -> World:
     """The runs ledger_a_run plays need the world that answers their steps."""
     return world

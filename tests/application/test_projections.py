@@ -13,8 +13,9 @@ from runledger.projections.statements import CANDIDATES
 from runledger.projections.views.resources import ResourcesView
 from tests.conftest import Factory
 from tests.support import by_hand
-from tests.support.playing import PlayWorld, complete, dispatch_steps, makes, start
+from tests.support.playing import complete, dispatch_steps, makes, start
 from tests.support.reading import EVERY_VIEW
+from tests.support.world import World
 
 
 def dump(rl: Runledger) -> dict[str, list[tuple[Any, ...]]]:
@@ -52,7 +53,7 @@ def as_they_stand(rl: Runledger) -> Queries:
 
 
 def test_a_reader_can_wait_for_a_write_another_process_made(
-    make_runledger: Factory, world: PlayWorld
+    make_runledger: Factory, world: World
 ) -> None:
     writer, reader = make_runledger(), make_runledger()
     run = ledger_a_run(writer)
@@ -65,7 +66,7 @@ def test_a_reader_can_wait_for_a_write_another_process_made(
 
 
 def test_every_read_sees_what_was_saved_before_it_in_any_process(
-    make_runledger: Factory, world: PlayWorld
+    make_runledger: Factory, world: World
 ) -> None:
     writer, reader = make_runledger(), make_runledger()
     run = ledger_a_run(writer)
@@ -78,9 +79,7 @@ def test_every_read_sees_what_was_saved_before_it_in_any_process(
     assert [r.runner_id for r in reader.fleet.listing(reader.clock())] == [joined]
 
 
-def test_a_rebuild_from_position_zero_gives_identical_tables(
-    rl: Runledger, world: PlayWorld
-) -> None:
+def test_a_rebuild_from_position_zero_gives_identical_tables(rl: Runledger, world: World) -> None:
     for name in ("a", "b", "c"):
         ledger_a_run(rl, name)
     rl.projector.catch_up()
@@ -92,7 +91,7 @@ def test_a_rebuild_from_position_zero_gives_identical_tables(
 
 
 def test_rows_and_position_commit_together_or_not_at_all(
-    rl: Runledger, world: PlayWorld, monkeypatch: pytest.MonkeyPatch
+    rl: Runledger, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger_a_run(rl)
     original = ResourcesView.process
@@ -112,7 +111,7 @@ def test_rows_and_position_commit_together_or_not_at_all(
     assert len(dump(rl)["rl_resources"]) == 4
 
 
-def test_catching_up_twice_applies_nothing_twice(make_runledger: Factory, world: PlayWorld) -> None:
+def test_catching_up_twice_applies_nothing_twice(make_runledger: Factory, world: World) -> None:
     first, second = make_runledger(), make_runledger()
     ledger_a_run(first)
     first.projector.catch_up()
@@ -122,7 +121,7 @@ def test_catching_up_twice_applies_nothing_twice(make_runledger: Factory, world:
 
 
 def test_the_sweeps_candidate_query_reads_the_open_entries_index(
-    rl: Runledger, world: PlayWorld
+    rl: Runledger, world: World
 ) -> None:
     ledger_a_run(rl)
     rl.projector.catch_up()

@@ -38,8 +38,8 @@ from runledger.domain.status import CleanupStatus, cleanup_status
 from tests.conftest import drop_pg_url, new_pg_url
 from tests.support import playing
 from tests.support.by_hand import claim
-from tests.support.game import NO_BACKOFF, Clock, step
-from tests.support.playing import PlayWorld, dispatch_steps, entry_of, start
+from tests.support.playing import NO_BACKOFF, Clock, dispatch_steps, entry_of, makes, start
+from tests.support.world import World, answering
 
 START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 MAX_ATTEMPTS = 2
@@ -142,11 +142,13 @@ class LedgerMachine(RuleBasedStateMachine):
             raise
         self.clock = Clock(START)
         self.verdict: Verdict = "done"
-        self.world = PlayWorld(name=MODULE)
+        self.world = World(name=MODULE)
         self.registry = Registry()
         self.world.install(self.registry, ACTION)
-        self.world.answer(ACTION, lambda resources, _: revert_answer(self.verdict, resources))
-        self.world.restore_answer = self._restore
+        self.world.answer(
+            "revert", ACTION, lambda resources, _: revert_answer(self.verdict, resources)
+        )
+        self.world.answer("restore", self.world.lease, self._restore)
         self.restored: Counter[str] = Counter()
         settings = Settings(database_url=self.url, max_revert_attempts=MAX_ATTEMPTS, **NO_BACKOFF)
         self.rl = bootstrap(settings, self.registry, clock=self.clock)
@@ -193,7 +195,7 @@ class LedgerMachine(RuleBasedStateMachine):
         every entry it has is one the rules below recorded."""
         number = self._next()
         run_id = start(
-            self.ledger, step(PLAYED, ACTION), name=f"run {number}", run_id=UUID(int=number)
+            self.ledger, makes(PLAYED, action=ACTION), name=f"run {number}", run_id=UUID(int=number)
         )
         self.runs[run_id] = "running"
 
@@ -414,14 +416,16 @@ class LedgerMachine(RuleBasedStateMachine):
         refs = sorted(asked.values())
         gone = data.draw(st.sets(st.sampled_from(refs))) if refs else set()
         held = [e.ref for e in self._named() if e.ref not in gone]
-        self.world.in_force[ACTION] = (
-            {"ok": True, "in_force": held} if clear else {"ok": "yes", "in_force": held}
+        self.world.answer(
+            "reconcile",
+            ACTION,
+            answering({"ok": True, "in_force": held} if clear else {"ok": "yes", "in_force": held}),
         )
         before = {e.id: e for e in self._named()}
         try:
             self.ledger.reconciler.reconcile_module(MODULE)
         finally:
-            del self.world.in_force[ACTION]
+            self.world.answer("reconcile", ACTION, None)
         now = self.clock()
         for after in self._load(list(before)):
             was = before[after.id]

@@ -14,7 +14,8 @@ from typing import Any
 
 from runledger.application.runledger import Runledger
 from runledger.projections.backend import Backend
-from tests.support.playing import PlayWorld, ended_run
+from tests.support.playing import ended_run
+from tests.support.world import World
 
 SETTING = "SELECT current_setting('enable_bitmapscan') AS value"
 
@@ -42,7 +43,7 @@ def sent_by_candidate_runs(rl: Runledger) -> list[tuple[str, list[Any], bool]]:
 
 
 def test_the_candidate_query_asks_for_the_index_and_other_reads_do_not(
-    rl: Runledger, world: PlayWorld
+    rl: Runledger, world: World
 ) -> None:
     ended_run(rl, ["c1", "c2"])
     sent = sent_by_candidate_runs(rl)

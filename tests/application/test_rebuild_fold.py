@@ -39,7 +39,7 @@ from runledger.projections.rebuild import rebuild
 from tests.application.test_history import KEYS, dump, tables
 from tests.application.test_rules_once import step_once
 from tests.support.corrupt import RUN_STARTED, UNKNOWN_TOPIC, events_table, insert_raw, sqlite
-from tests.support.game import START
+from tests.support.playing import START
 
 CAREFUL = "replaying carefully"
 

@@ -15,10 +15,9 @@ import pytest
 
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
-from tests.support.game import Clock, runledgers
 from tests.support.playing import (
     SPAWN,
-    PlayWorld,
+    Clock,
     complete,
     fails,
     key,
@@ -26,11 +25,12 @@ from tests.support.playing import (
     made,
     makes,
     override,
-    performs,
     placeholder,
     play,
+    runledgers,
 )
 from tests.support.reading import entry, lines, status, wall, written
+from tests.support.world import World, answering
 
 
 def zoned(
@@ -67,9 +67,9 @@ def zoned(
     ids=repr,
 )
 def test_a_reconcile_without_a_clear_answer_leaves_the_ledger_alone(
-    rl: Runledger, world: PlayWorld, clock: Clock, answer: Any
+    rl: Runledger, world: World, clock: Clock, answer: Any
 ) -> None:
-    world.in_force[SPAWN] = answer
+    world.answer("reconcile", SPAWN, answering(answer))
     _, ids = zoned(rl, ["z1", "z2"])
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
@@ -84,7 +84,8 @@ def test_a_reconcile_that_throws_leaves_the_ledger_alone(
     def reconcile(resources: list[dict[str, Any]], run_id: str) -> Any:
         raise ConnectionError("the shard is down")
 
-    registry.module("world").action("world.flaky", perform=performs, reconcile=reconcile)
+    perform = World().verb("perform", "world.flaky")
+    registry.module("world").action("world.flaky", perform=perform, reconcile=reconcile)
     _, [z1] = zoned(rl, ["z1"], action="world.flaky")
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
@@ -100,8 +101,9 @@ def test_a_reconcile_that_hangs_past_its_budget_leaves_the_ledger_alone(
         time.sleep(1.0)
         return {"ok": True, "in_force": []}
 
+    perform = World().verb("perform", "world.slow")
     registry.module("world").action(
-        "world.slow", perform=performs, reconcile=reconcile, budget_ms=100
+        "world.slow", perform=perform, reconcile=reconcile, budget_ms=100
     )
     _, [z1] = zoned(rl, ["z1"], action="world.slow")
     before = written(rl)
@@ -116,7 +118,8 @@ def test_a_reconcile_that_hangs_past_its_budget_leaves_the_ledger_alone(
 def test_an_action_without_reconcile_is_not_asked_and_nothing_changes(
     rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
-    registry.module("world").action("world.mute", perform=performs, revert=lambda **_: {"ok": True})
+    perform = World().verb("perform", "world.mute")
+    registry.module("world").action("world.mute", perform=perform, revert=lambda **_: {"ok": True})
     _, [z1] = zoned(rl, ["z1"], action="world.mute")
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
@@ -126,7 +129,7 @@ def test_an_action_without_reconcile_is_not_asked_and_nothing_changes(
 
 
 def test_a_module_is_never_asked_about_another_modules_rows(
-    rl: Runledger, registry: Registry, world: PlayWorld, store_url: str, clock: Clock
+    rl: Runledger, registry: Registry, world: World, store_url: str, clock: Clock
 ) -> None:
     asked: list[str] = []
 
@@ -137,7 +140,7 @@ def test_a_module_is_never_asked_about_another_modules_rows(
     registry.module("thief").action("thief.spawn", reconcile=reconcile)
     # The run was played where the world module registered thief.spawn: its rows are the world's.
     elsewhere = Registry()
-    PlayWorld().install(elsewhere, "thief.spawn")
+    World().install(elsewhere, "thief.spawn")
     with runledgers(store_url, elsewhere, clock) as open_one:
         _, [z1] = zoned(open_one(), ["z1"], action="thief.spawn")
     before = written(rl)
@@ -152,9 +155,9 @@ def test_a_module_is_never_asked_about_another_modules_rows(
 
 
 def test_a_missing_resource_before_its_until_is_orphaned(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.in_force[SPAWN] = {"ok": True, "in_force": ["z1"]}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": ["z1"]}))
     run, [z1, z2] = zoned(rl, ["z1", "z2"], until_s=600)
     summary = rl.reconciler.reconcile_module("world")
     assert (summary.asked, summary.in_force, summary.orphaned, summary.expired) == (2, 1, 1, 0)
@@ -166,18 +169,18 @@ def test_a_missing_resource_before_its_until_is_orphaned(
 
 
 def test_a_missing_resource_without_an_until_is_orphaned(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.in_force[SPAWN] = {"ok": True, "in_force": []}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": []}))
     _, [z1] = zoned(rl, ["z1"])
     rl.reconciler.reconcile_module("world")
     assert entry(rl, z1).status == "orphaned"
 
 
 def test_a_missing_resource_past_its_until_is_expired_not_orphaned(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.in_force[SPAWN] = {"ok": True, "in_force": []}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": []}))
     run, [z1] = zoned(rl, ["z1"], until_s=60)
     clock.advance(60)
     summary = rl.reconciler.reconcile_module("world")
@@ -189,9 +192,9 @@ def test_a_missing_resource_past_its_until_is_expired_not_orphaned(
 
 
 def test_a_reconcile_expiry_writes_the_same_line_an_expiry_does(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.in_force[SPAWN] = {"ok": True, "in_force": ["z2"]}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": ["z2"]}))
     run, _ = zoned(rl, ["z1", "z2"], until_s=60)
     clock.advance(61)
     rl.reconciler.reconcile_module("world")
@@ -201,9 +204,7 @@ def test_a_reconcile_expiry_writes_the_same_line_an_expiry_does(
     assert by_expiry.detail == {"module": "world", "resource": "zone:z2"}
 
 
-def test_a_resource_still_in_force_is_left_alone(
-    rl: Runledger, world: PlayWorld, clock: Clock
-) -> None:
+def test_a_resource_still_in_force_is_left_alone(rl: Runledger, world: World, clock: Clock) -> None:
     _, ids = zoned(rl, ["z1", "z2"])
     before = written(rl)
     summary = rl.reconciler.reconcile_module("world")
@@ -213,9 +214,9 @@ def test_a_resource_still_in_force_is_left_alone(
 
 
 def test_placeholders_and_leases_are_not_reconciled(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.in_force[SPAWN] = {"ok": True, "in_force": []}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": []}))
     run = play(rl, fails("zones"), leases(), name="zones")
     held, lease = placeholder(run, "zones"), override(run)
     before = written(rl)
@@ -226,9 +227,9 @@ def test_placeholders_and_leases_are_not_reconciled(
 
 
 def test_an_orphaned_entry_is_still_given_back_by_a_later_sweep(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.in_force[SPAWN] = {"ok": True, "in_force": []}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": []}))
     run, [z1] = zoned(rl, ["z1"])
     rl.reconciler.reconcile_module("world")
     complete(rl, run)
@@ -240,24 +241,24 @@ def test_an_orphaned_entry_is_still_given_back_by_a_later_sweep(
 
 
 def test_a_retry_failing_entry_found_gone_is_orphaned(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, lambda resources, key: None)
+    world.answer("revert", SPAWN, lambda resources, key: None)
     run, [z1] = zoned(rl, ["z1"])
     complete(rl, run)
     rl.cleanup.sweep("w1")
     assert entry(rl, z1).status == "failing"
-    world.in_force[SPAWN] = {"ok": True, "in_force": []}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": []}))
     assert rl.reconciler.reconcile_module("world").orphaned == 1
     assert (entry(rl, z1).status, entry(rl, z1).attempts) == ("orphaned", 1)
 
 
 def test_core_boot_asks_every_module_with_live_entries(
-    rl: Runledger, registry: Registry, world: PlayWorld, clock: Clock
+    rl: Runledger, registry: Registry, world: World, clock: Clock
 ) -> None:
     registry.module("other").action(
         "other.spawn",
-        perform=performs,
+        perform=World(name="other").verb("perform", "other.spawn"),
         reconcile=lambda resources, run_id: {"ok": True, "in_force": []},
     )
     others = makes("others", "o1", action="other.spawn", kind="zone")
@@ -273,7 +274,7 @@ def test_core_boot_asks_every_module_with_live_entries(
 
 
 def test_an_expiry_from_the_owner_expires_its_entry_with_a_line(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run, [z1, z2] = zoned(rl, ["z1", "z2"], until_s=60)
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}
@@ -283,7 +284,7 @@ def test_an_expiry_from_the_owner_expires_its_entry_with_a_line(
 
 
 def test_an_expiry_from_another_module_changes_nothing(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     _, [z1] = zoned(rl, ["z1"])
     before = written(rl)
@@ -293,7 +294,7 @@ def test_an_expiry_from_another_module_changes_nothing(
 
 
 def test_an_expiry_of_something_already_resolved_or_unknown_changes_nothing(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run, _ = zoned(rl, ["z1"])
     assert rl.reconciler.expire("world", "zone", "z1") == {"expired": 1}
@@ -305,7 +306,7 @@ def test_an_expiry_of_something_already_resolved_or_unknown_changes_nothing(
 
 
 def test_an_expiry_covers_the_owners_matching_entries_in_every_run(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     _, [a] = zoned(rl, ["shared"], name="a")
     _, [b] = zoned(rl, ["shared"], name="b")
@@ -339,7 +340,7 @@ def test_an_expiry_covers_the_owners_matching_entries_in_every_run(
     ],
 )
 def test_a_malformed_expiry_answers_zero_and_writes_nothing(
-    rl: Runledger, world: PlayWorld, clock: Clock, kind: Any, ref: Any
+    rl: Runledger, world: World, clock: Clock, kind: Any, ref: Any
 ) -> None:
     _, [z1] = zoned(rl, ["z1"])
     before = written(rl)
@@ -349,7 +350,7 @@ def test_a_malformed_expiry_answers_zero_and_writes_nothing(
 
 
 def test_an_expiry_at_the_longest_names_allowed_is_accepted(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     kind, ref = "k" * 64, "r" * 190
     [long] = made(play(rl, makes("s", ref, kind=kind), name="long names"), "s", ref, kind=kind)
@@ -361,7 +362,7 @@ def test_an_expiry_at_the_longest_names_allowed_is_accepted(
 
 
 def test_a_zone_that_expires_mid_run_leaves_the_run_complete_the_moment_it_ends(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
     run, [z1] = zoned(rl, ["z1"], until_s=60)
     clock.advance(60)
@@ -375,9 +376,9 @@ def test_a_zone_that_expires_mid_run_leaves_the_run_complete_the_moment_it_ends(
 
 
 def test_a_zone_found_expired_by_reconcile_mid_run_needs_no_sweep(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.in_force[SPAWN] = {"ok": True, "in_force": []}
+    world.answer("reconcile", SPAWN, answering({"ok": True, "in_force": []}))
     run, _ = zoned(rl, ["z1"], until_s=60)
     clock.advance(61)
     rl.reconciler.reconcile_module("world")
@@ -386,9 +387,11 @@ def test_a_zone_found_expired_by_reconcile_mid_run_needs_no_sweep(
 
 
 def test_an_incomplete_run_whose_last_unresolved_entry_expires_becomes_complete(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, lambda resources, key: {"ok": False, "retry": False, "error": "no"})
+    world.answer(
+        "revert", SPAWN, lambda resources, key: {"ok": False, "retry": False, "error": "no"}
+    )
     run, [z1] = zoned(rl, ["z1"], until_s=600)
     complete(rl, run)
     rl.cleanup.sweep("w1")
@@ -399,9 +402,9 @@ def test_an_incomplete_run_whose_last_unresolved_entry_expires_becomes_complete(
 
 
 def test_a_drifted_entry_that_expires_resolves_the_run(
-    rl: Runledger, world: PlayWorld, clock: Clock
+    rl: Runledger, world: World, clock: Clock
 ) -> None:
-    world.answer(SPAWN, lambda resources, key: {"drifted": True, "current": "someone's"})
+    world.answer("revert", SPAWN, lambda resources, key: {"drifted": True, "current": "someone's"})
     run, [z1] = zoned(rl, ["z1"])
     complete(rl, run)
     rl.cleanup.sweep("w1")

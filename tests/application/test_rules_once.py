@@ -24,8 +24,8 @@ from runledger.domain.fate import STATES, Fate
 from runledger.domain.resource import Resource
 from runledger.projections.statements import _OPEN, _RETRYABLE
 from runledger.projections.views.resources import ResourcesView, fate_cells, fate_of
-from tests.support.game import START
-from tests.support.playing import PlayWorld, makes, start
+from tests.support.playing import START, makes, start
+from tests.support.world import World
 
 MAX = 3
 WORKER = "w1"
@@ -89,7 +89,7 @@ def random_histories(rl: Runledger, seed: int) -> tuple[UUID, dict[UUID, Any], d
 
 
 def test_the_sql_says_open_and_retryable_of_every_entry_exactly_as_the_domain_does(
-    make_runledger: Callable[..., Runledger], world: PlayWorld
+    make_runledger: Callable[..., Runledger], world: World
 ) -> None:
     rl = make_runledger(max_revert_attempts=MAX)
     run, entries, at = random_histories(rl, seed=10)
@@ -112,7 +112,7 @@ def test_the_sql_says_open_and_retryable_of_every_entry_exactly_as_the_domain_do
 
 
 def test_every_projected_row_holds_the_fate_its_aggregate_holds(
-    make_runledger: Callable[..., Runledger], world: PlayWorld
+    make_runledger: Callable[..., Runledger], world: World
 ) -> None:
     rl = make_runledger(max_revert_attempts=MAX)
     reached: set[str] = set()
@@ -151,7 +151,7 @@ def every_fate(now: datetime) -> list[Fate]:
 
 
 def test_the_sql_says_open_and_retryable_of_every_combination_as_the_domain_does(
-    make_runledger: Callable[..., Runledger], world: PlayWorld
+    make_runledger: Callable[..., Runledger], world: World
 ) -> None:
     rl = make_runledger(max_revert_attempts=MAX)
     run = start(rl, makes("s"), name="every combination")

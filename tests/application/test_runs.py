@@ -1,6 +1,6 @@
 """Runs from a spec document: phases, steps, dispatch, a person's controls and the W2 sentences.
 
-Every test runs on an SQLite file and on a private PostgreSQL schema. The Game is the port: a
+Every test runs on an SQLite file and on a private PostgreSQL schema. The World is the port: a
 world whose performs make things and whose reverts take them back, so "everything was given
 back" is read off the world, not only off the ledger. The clock is a Clock the test moves.
 """
@@ -23,20 +23,9 @@ from runledger.domain.errors import RunNotRunning
 from runledger.domain.resource import Resource
 from runledger.domain.step import Step
 from runledger.projections.queries import EntryRow
-from tests.support.game import (
-    START,
-    Answer,
-    Clock,
-    Game,
-    answers,
-    hangs,
-    lease_step,
-    phase,
-    spec,
-    step,
-    throws,
-)
+from tests.support.playing import START, Clock, lease_step, phase, spec, step
 from tests.support.reading import row, the_step, tick, written
+from tests.support.world import Answer, World, answering, hangs, throws
 
 SPAWN = "game.spawn"
 BUILD = "game.build"
@@ -45,7 +34,7 @@ Opener = Callable[..., Runledger]
 
 
 @pytest.fixture
-def game(game: Game, registry: Registry) -> Game:
+def game(game: World, registry: Registry) -> World:
     """The conftest's game, with its build and slow actions too."""
     game.install(registry, BUILD)
     game.install(registry, SLOW, budget_ms=100)
@@ -71,7 +60,7 @@ def headlines(rl: Runledger, run: UUID) -> list[str]:
     return [p.headline for p in rl.runs.describe(run)]
 
 
-def made_then_lost(game: Game, error: str = "the answer was lost") -> Answer:
+def made_then_lost(game: World, error: str = "the answer was lost") -> Answer:
     """A perform that changed the world and then failed to say so."""
 
     def answer(params: dict[str, Any], key: str) -> Any:
@@ -91,7 +80,7 @@ def two_phases(first: str = "auto", after_s: float = 0) -> dict[str, Any]:
 # --- the lifecycle -----------------------------------------------------------------------------
 
 
-def test_a_run_walks_its_phases_in_order_and_completes(rl: Runledger, game: Game) -> None:
+def test_a_run_walks_its_phases_in_order_and_completes(rl: Runledger, game: World) -> None:
     run = rl.runs.start(two_phases())
     assert (row(rl, run).status, phase_of(rl, run)) == ("running", 0)
     first = tick(rl)
@@ -105,7 +94,7 @@ def test_a_run_walks_its_phases_in_order_and_completes(rl: Runledger, game: Game
     assert headlines(rl, run) == ["Phase p1: done", "Phase p2: done"]
 
 
-def test_the_idempotency_key_is_the_run_and_the_step(rl: Runledger, game: Game) -> None:
+def test_the_idempotency_key_is_the_run_and_the_step(rl: Runledger, game: World) -> None:
     run = rl.runs.start(two_phases())
     tick(rl)
     assert game.keys_performed(SPAWN) == [f"{run}:spawn"]
@@ -131,9 +120,9 @@ def test_an_automatic_phase_waits_its_after_s_once_its_steps_are_done(
 
 
 def test_the_wait_counts_from_when_the_steps_were_done_not_from_the_phase_start(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
-    game.script(SPAWN, throws())
+    game.script("perform", SPAWN, throws())
     run = rl.runs.start(two_phases(after_s=30))
     tick(rl)
     clock.advance(20)
@@ -166,9 +155,9 @@ def test_a_manual_phase_waits_for_a_person_however_long_it_takes(
 
 
 def test_a_person_cannot_advance_a_phase_whose_steps_are_unfinished(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
-    game.script(SPAWN, throws())
+    game.script("perform", SPAWN, throws())
     run = rl.runs.start(two_phases(first="manual"))
     for when in ("before any dispatch", "after a failed attempt"):
         before = written(rl)
@@ -201,7 +190,7 @@ def test_a_person_cannot_advance_a_run_that_has_ended(rl: Runledger) -> None:
 
 
 def test_a_person_advancing_the_last_phase_completes_the_run_and_the_next_tick_cleans_it(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     run = rl.runs.start(spec(phase("p1", step("spawn", SPAWN), advance="manual")))
     tick(rl)
@@ -221,7 +210,7 @@ def test_the_person_who_advanced_the_last_phase_is_named_on_the_run(rl: Runledge
 
 
 def test_runs_waiting_for_a_person_never_starve_the_runs_behind_them(
-    opened: Opener, game: Game, clock: Clock
+    opened: Opener, game: World, clock: Clock
 ) -> None:
     rl = opened(advance_run_batch=2)
     waiting = [rl.runs.start(two_phases(first="manual")) for _ in range(2)]
@@ -255,9 +244,9 @@ def end(rl: Runledger, run: UUID, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["completed", "cancelled", "aborted"])
 def test_cleanup_gives_everything_back_on_every_terminal_path(
-    rl: Runledger, game: Game, how: str
+    rl: Runledger, game: World, how: str
 ) -> None:
-    game.script(BUILD, made_then_lost(game))
+    game.script("perform", BUILD, made_then_lost(game))
     run = rl.runs.start(festival())
     tick(rl)
     tick(rl)  # phase p2: the boss is made, the stage is made but its answer lost
@@ -268,7 +257,7 @@ def test_cleanup_gives_everything_back_on_every_terminal_path(
     assert run in report.swept
     assert game.alive == {}
     assert game.values == {"plaza": "clear"}
-    assert len(game.restores) == 1
+    assert len(game.restore_calls) == 1
     assert row(rl, run).status == how
     assert row(rl, run).cleanup_status == "complete"
     assert {e.status for e in entries(rl, run)} <= {"reverted", "superseded"}
@@ -286,9 +275,9 @@ def test_an_abort_mid_phase_is_recorded_with_its_reason(rl: Runledger) -> None:
 
 
 def test_a_cancel_without_cleanup_keeps_every_entry_in_the_persons_name(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
-    game.script(BUILD, made_then_lost(game))
+    game.script("perform", BUILD, made_then_lost(game))
     run = rl.runs.start(festival())
     tick(rl, 2)
     alive = dict(game.alive)
@@ -296,7 +285,7 @@ def test_a_cancel_without_cleanup_keeps_every_entry_in_the_persons_name(
     tick(rl, 2)
     unresolved_before = [e for e in entries(rl, run) if e.status == "kept"]
     assert kept == len(unresolved_before) == 5  # lease, two spawned, the boss, a placeholder
-    assert game.reverts == [] and game.restores == []
+    assert game.revert_calls == [] and game.restore_calls == []
     assert game.alive == alive and game.values == {"plaza": "storm"}
     for found in unresolved_before:
         last = list(rl.app.events.get(found.entry_id))[-1]
@@ -312,7 +301,7 @@ def test_a_cancel_without_cleanup_keeps_every_entry_in_the_persons_name(
     assert line.detail == {"by": "alice", "resources": 5}
 
 
-def test_a_cancel_with_cleanup_is_logged_in_the_persons_name(rl: Runledger, game: Game) -> None:
+def test_a_cancel_with_cleanup_is_logged_in_the_persons_name(rl: Runledger, game: World) -> None:
     run = rl.runs.start(festival())
     tick(rl)
     rl.ledger.cancel_run(run, "alice", cleanup=True)
@@ -341,7 +330,7 @@ def test_a_cancel_needs_a_persons_name_and_records_nothing(rl: Runledger) -> Non
 
 
 def test_the_placeholder_is_in_the_store_before_perform_is_called(
-    rl: Runledger, opened: Opener, game: Game
+    rl: Runledger, opened: Opener, game: World
 ) -> None:
     observer = opened()
     seen: dict[str, Any] = {}
@@ -357,7 +346,7 @@ def test_the_placeholder_is_in_the_store_before_perform_is_called(
             seen["named"] = False
         return game.make(params, key)
 
-    game.script(SPAWN, look_then_make)
+    game.script("perform", SPAWN, look_then_make)
     run = rl.runs.start(two_phases())
     key = f"{run}:spawn"
     tick(rl)
@@ -368,7 +357,9 @@ def test_the_placeholder_is_in_the_store_before_perform_is_called(
     assert {rl.queries.entry(i).status for i in named} == {"live"}  # type: ignore[union-attr]
 
 
-def test_the_answer_and_the_placeholders_retirement_are_one_save(rl: Runledger, game: Game) -> None:
+def test_the_answer_and_the_placeholders_retirement_are_one_save(
+    rl: Runledger, game: World
+) -> None:
     run = rl.runs.start(two_phases())
     key = f"{run}:spawn"
     tick(rl)
@@ -383,9 +374,9 @@ def test_the_answer_and_the_placeholders_retirement_are_one_save(rl: Runledger, 
 
 
 def test_a_perform_that_fails_twice_then_succeeds_keeps_one_key_and_one_placeholder(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
-    game.script(SPAWN, throws(), answers(None))
+    game.script("perform", SPAWN, throws(), answering(None))
     run = rl.runs.start(two_phases())
     key = f"{run}:spawn"
     tick(rl, 2)
@@ -400,10 +391,10 @@ def test_a_perform_that_fails_twice_then_succeeds_keeps_one_key_and_one_placehol
 
 
 def test_three_failures_abort_the_run_and_cleanup_gives_the_placeholder_back_by_its_key(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     lost = made_then_lost(game, "the boss fell through the floor")
-    game.script(SPAWN, lost, lost, lost)
+    game.script("perform", SPAWN, lost, lost, lost)
     run = rl.runs.start(spec(phase("p1", step("spawn-boss", SPAWN)), phase("p2", step("b", BUILD))))
     key = f"{run}:spawn-boss"
     tick(rl, 2)
@@ -414,7 +405,7 @@ def test_three_failures_abort_the_run_and_cleanup_gives_the_placeholder_back_by_
     assert report.advance.aborted == 1
     assert (row(rl, run).status, row(rl, run).end_reason) == ("aborted", reason)
     assert report.swept[run].reverted == 1  # in the same tick
-    assert [(r.action, r.key, r.refs) for r in game.reverts] == [(SPAWN, key, ())]
+    assert [(r.action, r.key, r.refs) for r in game.revert_calls] == [(SPAWN, key, ())]
     assert game.alive == {}
     assert game.keys_performed(SPAWN) == [key, key, key]
     assert game.keys_performed(BUILD) == []
@@ -435,7 +426,7 @@ def die_while_dispatching(rl: Runledger, run: UUID, worker: str, for_s: float) -
 
 
 def test_a_dispatch_whose_worker_died_is_reclaimed_with_the_same_key(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = rl.runs.start(two_phases())
     die_while_dispatching(rl, run, "w-dead", 40)
@@ -452,7 +443,7 @@ def test_a_dispatch_whose_worker_died_is_reclaimed_with_the_same_key(
 
 
 def test_a_step_whose_three_workers_all_died_aborts_the_run_and_is_given_back(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
     run = rl.runs.start(two_phases())
     for number in range(3):
@@ -463,28 +454,32 @@ def test_a_step_whose_three_workers_all_died_aborts_the_run_and_is_given_back(
     assert (row(rl, run).status, row(rl, run).end_reason) == ("aborted", reason)
     assert headlines(rl, run)[0] == f"Phase p1: {reason}"
     assert game.performs == []
-    assert [(r.key, r.refs) for r in game.reverts] == [(f"{run}:spawn", ())]
+    assert [(r.key, r.refs) for r in game.revert_calls] == [(f"{run}:spawn", ())]
     assert report.swept[run].reverted == 1
 
 
 MALFORMED: list[tuple[str, Answer, str]] = [
-    ("None", answers(None), "answered null, which is not a perform answer"),
-    ("ok is a string", answers({"ok": "yes", "resources": []}), "not a perform answer"),
-    ("ok without resources", answers({"ok": True}), "not a perform answer"),
-    ("a list", answers([{"kind": "creature", "ref": "c1"}]), "not a perform answer"),
-    ("resources not a list", answers({"ok": True, "resources": "c1"}), "malformed resource"),
+    ("None", answering(None), "answered null, which is not a perform answer"),
+    ("ok is a string", answering({"ok": "yes", "resources": []}), "not a perform answer"),
+    ("ok without resources", answering({"ok": True}), "not a perform answer"),
+    ("a list", answering([{"kind": "creature", "ref": "c1"}]), "not a perform answer"),
+    ("resources not a list", answering({"ok": True, "resources": "c1"}), "malformed resource"),
     (
         "an empty ref",
-        answers({"ok": True, "resources": [{"kind": "c", "ref": ""}]}),
+        answering({"ok": True, "resources": [{"kind": "c", "ref": ""}]}),
         "malformed resource",
     ),
-    ("a refusal", answers({"ok": False, "error": "no room"}), "no room"),
+    ("a refusal", answering({"ok": False, "error": "no room"}), "no room"),
     (
         "a throw",
         throws("the shard dropped the connection"),
         "raised RuntimeError: the shard dropped the connection",
     ),
-    ("a hang past budget_ms", hangs(1.0), "did not answer within 0.1s"),
+    (
+        "a hang past budget_ms",
+        hangs(1.0, {"ok": True, "resources": []}),
+        "did not answer within 0.1s",
+    ),
 ]
 
 
@@ -492,9 +487,9 @@ MALFORMED: list[tuple[str, Answer, str]] = [
     ("answer", "error"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
 )
 def test_a_malformed_perform_answer_is_a_failure_with_a_readable_error(
-    rl: Runledger, game: Game, answer: Answer, error: str
+    rl: Runledger, game: World, answer: Answer, error: str
 ) -> None:
-    game.script(SLOW, answer)
+    game.script("perform", SLOW, answer)
     run = rl.runs.start(spec(phase("p1", step("spawn", SLOW)), phase("p2", step("b", BUILD))))
     tick(rl)
     failed = the_step(rl, run, "spawn")
@@ -506,9 +501,15 @@ def test_a_malformed_perform_answer_is_a_failure_with_a_readable_error(
 
 
 def test_three_malformed_answers_of_different_shapes_abort_the_run(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
-    game.script(SLOW, answers(None), hangs(1.0), answers({"ok": "yes", "resources": []}))
+    game.script(
+        "perform",
+        SLOW,
+        answering(None),
+        hangs(1.0, {"ok": True, "resources": []}),
+        answering({"ok": "yes", "resources": []}),
+    )
     run = rl.runs.start(spec(phase("p1", step("spawn", SLOW)), phase("p2", step("b", BUILD))))
     tick(rl, 2)
     assert the_step(rl, run, "spawn").last_error == f"{SLOW} did not answer within 0.1s"
@@ -517,14 +518,16 @@ def test_three_malformed_answers_of_different_shapes_abort_the_run(
     assert error is not None and "not a perform answer" in error
     assert row(rl, run).end_reason == f"step spawn failed 3 times: {error}"
     assert game.keys_performed(SLOW) == [f"{run}:spawn"] * 3
-    assert [(r.key, r.refs) for r in game.reverts] == [(f"{run}:spawn", ())]
+    assert [(r.key, r.refs) for r in game.revert_calls] == [(f"{run}:spawn", ())]
     assert report.swept[run].reverted == 1
     assert row(rl, run).cleanup_status == "complete"
 
 
-def test_a_refusal_that_says_retrying_cannot_help_aborts_at_once(rl: Runledger, game: Game) -> None:
+def test_a_refusal_that_says_retrying_cannot_help_aborts_at_once(
+    rl: Runledger, game: World
+) -> None:
     refusal = {"ok": False, "retry": False, "error": "no such boss in this shard"}
-    game.script(SPAWN, answers(refusal))
+    game.script("perform", SPAWN, answering(refusal))
     run = rl.runs.start(spec(phase("p1", step("spawn", SPAWN)), phase("p2", step("b", BUILD))))
     report = tick(rl)
     assert report.advance.aborted == 1
@@ -535,7 +538,7 @@ def test_a_refusal_that_says_retrying_cannot_help_aborts_at_once(rl: Runledger, 
 
 
 def test_a_run_that_completes_in_a_tick_is_cleaned_in_the_same_tick(
-    rl: Runledger, game: Game
+    rl: Runledger, game: World
 ) -> None:
     run = rl.runs.start(spec(phase("p1", lease_step("weather", "plaza"), step("spawn", SPAWN))))
     report = tick(rl)
@@ -546,7 +549,7 @@ def test_a_run_that_completes_in_a_tick_is_cleaned_in_the_same_tick(
 
 
 def test_what_a_perform_made_is_ledgered_even_if_its_run_was_cancelled_and_swept_meanwhile(
-    rl: Runledger, opened: Opener, game: Game
+    rl: Runledger, opened: Opener, game: World
 ) -> None:
     person = opened()
 
@@ -556,7 +559,7 @@ def test_what_a_perform_made_is_ledgered_even_if_its_run_was_cancelled_and_swept
         person.cleanup.sweep("w2")  # gives the placeholder back: nothing is made under it yet
         return game.make(params, key)
 
-    game.script(SPAWN, slow_answer)
+    game.script("perform", SPAWN, slow_answer)
     run = rl.runs.start(two_phases())
     tick(rl)
     assert {e.kind for e in entries(rl, run)} == {"@step", "creature"}
@@ -565,7 +568,7 @@ def test_what_a_perform_made_is_ledgered_even_if_its_run_was_cancelled_and_swept
 
 
 def test_what_a_perform_made_after_a_cancel_without_cleanup_is_ledgered_as_kept(
-    rl: Runledger, opened: Opener, game: Game
+    rl: Runledger, opened: Opener, game: World
 ) -> None:
     person = opened()
 
@@ -573,7 +576,7 @@ def test_what_a_perform_made_after_a_cancel_without_cleanup_is_ledgered_as_kept(
         person.ledger.cancel_run(UUID(key.split(":", 1)[0]), "alice", cleanup=False)
         return game.make(params, key)
 
-    game.script(SPAWN, slow_answer)
+    game.script("perform", SPAWN, slow_answer)
     run = rl.runs.start(two_phases())
     tick(rl)
     assert sorted((e.kind, e.status) for e in entries(rl, run)) == [
@@ -581,15 +584,15 @@ def test_what_a_perform_made_after_a_cancel_without_cleanup_is_ledgered_as_kept(
         ("creature", "kept"),
         ("creature", "kept"),
     ]
-    assert len(game.alive) == 2 and game.reverts == []
+    assert len(game.alive) == 2 and game.revert_calls == []
     assert row(rl, run).cleanup_status == "complete"
 
 
 # --- where a phase stands, in words (W2) -------------------------------------------------------
 
 
-def test_w2_a_step_that_failed_once_will_be_retried(rl: Runledger, game: Game) -> None:
-    game.script(SPAWN, answers({"ok": False, "error": "no room"}))
+def test_w2_a_step_that_failed_once_will_be_retried(rl: Runledger, game: World) -> None:
+    game.script("perform", SPAWN, answering({"ok": False, "error": "no room"}))
     run = rl.runs.start(two_phases())
     assert rl.runs.describe(run)[0].why_not_advanced == (
         "step spawn waits for the runner to dispatch it"
@@ -602,9 +605,9 @@ def test_w2_a_step_that_failed_once_will_be_retried(rl: Runledger, game: Game) -
 
 
 def test_w2_a_phase_whose_steps_are_done_never_reads_not_started(
-    rl: Runledger, game: Game, clock: Clock
+    rl: Runledger, game: World, clock: Clock
 ) -> None:
-    game.script(BUILD, throws())
+    game.script("perform", BUILD, throws())
     run = rl.runs.start(
         spec(
             phase("p1", step("spawn", SPAWN), after_s=10),

@@ -25,7 +25,7 @@ from runledger.application.cli.console import show_runs
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.queries import EntryRow, RunRow
-from tests.support.game import NO_BACKOFF
+from tests.support.playing import NO_BACKOFF
 
 SPAWN = "sandbox.spawn"
 ZONE = "sandbox.zone"

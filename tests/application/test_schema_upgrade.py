@@ -14,7 +14,7 @@ from runledger.projections.backend import Backend, Cursor
 from runledger.projections.views.resources import ResourcesView
 from tests.application.test_projections import dump, ledger_a_run
 from tests.conftest import Factory
-from tests.support.playing import PlayWorld
+from tests.support.world import World
 
 # What runledger init created before the states were tested with ORs, word for word.
 EARLIER = [
@@ -43,7 +43,7 @@ def index_names(url: str) -> set[str]:
 
 
 def test_an_earlier_store_is_told_to_run_init_which_replaces_its_indexes_and_loses_nothing(
-    make_runledger: Factory, store_url: str, world: PlayWorld
+    make_runledger: Factory, store_url: str, world: World
 ) -> None:
     rl = make_runledger()
     ledger_a_run(rl)

@@ -38,8 +38,10 @@ from tests.support.definitions_support import (
     verified_and_published,
 )
 from tests.support.definitions_support import phase as fair_phase
-from tests.support.game import SPAWN, Clock, Game, phase, runledgers, spec, step
+from tests.support.playing import GAME, Clock, phase, runledgers, spec, step
+from tests.support.playing import GAME_SPAWN as SPAWN
 from tests.support.reading import row, tick, written
+from tests.support.world import World
 
 __all__ = ["cli_fixture", "fair_fixture", "fair_rl_fixture"]
 
@@ -178,7 +180,7 @@ def test_a_start_says_every_problem_a_dry_run_finds_up_to_five(rl: Runledger, fa
 def two_runners(store_url: str, clock: Clock) -> Iterator[tuple[Runledger, Runledger]]:
     """Two runledgers on the test's store: one with the game's module loaded, one bare."""
     with_game = Registry()
-    Game().install(with_game, SPAWN)
+    World(name=GAME).install(with_game, SPAWN)
     with ExitStack() as stack:
         full = stack.enter_context(runledgers(store_url, with_game, clock))()
         bare = stack.enter_context(runledgers(store_url, Registry(), clock))()

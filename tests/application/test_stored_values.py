@@ -21,9 +21,10 @@ from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.errors import DomainError
 from runledger.domain.run import Run
 from runledger.domain.values import UnsafeValue, check_value, value_problem
-from tests.support.hostile import HostileModule, odd_values, still_works, thing_spec
-from tests.support.playing import PlayWorld, ended, makes
+from tests.support.hostile import hostile_world, odd_values, still_works, thing_spec
+from tests.support.playing import ended, makes
 from tests.support.reading import row, written
+from tests.support.world import World
 
 
 def transcoder() -> FastJSONTranscoder:
@@ -62,7 +63,7 @@ class LegacyApp(LedgerApp):
 def test_runs_stored_with_nan_and_nul_by_an_earlier_version_read_and_rebuild(
     rl: Runledger, store_url: str, registry: Any
 ) -> None:
-    HostileModule().install(registry)
+    hostile_world(registry)
     config = store_config(Settings(database_url=store_url).database_url)
     legacy = LegacyApp(env={**config.env, "CREATE_TABLE": "n"})
     spec = thing_spec(name="nul\x00name", note=float("nan"))
@@ -83,7 +84,7 @@ def test_any_value_is_either_refused_with_nothing_written_or_stored_as_given(
     rl: Runledger, registry: Any, value: Any
 ) -> None:
     if not registry.actions:
-        HostileModule().install(registry)
+        hostile_world(registry)
     before = written(rl)
     try:
         run = rl.runs.start(thing_spec(note=value))
@@ -109,7 +110,7 @@ def test_any_text_either_has_a_named_problem_or_round_trips_through_the_encoder(
 
 
 def test_a_run_saved_under_freeze_time_reads_back_as_the_moment_it_was_frozen_at(
-    make_runledger: Callable[..., Runledger], world: PlayWorld
+    make_runledger: Callable[..., Runledger], world: World
 ) -> None:
     """freezegun's clock answers a datetime subclass; it is stored as a datetime, unpatched."""
     frozen_at = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -8,13 +8,13 @@ from uuid import UUID
 
 from tests.conftest import Factory
 from tests.support.by_hand import claim
-from tests.support.game import Clock
-from tests.support.playing import SPAWN, PlayWorld, ended_run, key
+from tests.support.playing import SPAWN, Clock, ended_run, key
 from tests.support.reading import entry, lines, status
+from tests.support.world import World
 
 
 def test_a_runs_last_verdict_rides_with_the_next_runs_first_claim(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(cleanup_run_batch=2, cleanup_lanes=1)
     runs = dict([ended_run(rl, ["a1"]), ended_run(rl, ["b1"])])
@@ -38,7 +38,7 @@ def test_a_runs_last_verdict_rides_with_the_next_runs_first_claim(
 
 
 def test_a_carried_verdict_whose_save_lost_to_another_worker_is_still_given(
-    make_runledger: Factory, world: PlayWorld, clock: Clock
+    make_runledger: Factory, world: World, clock: Clock
 ) -> None:
     rl = make_runledger(cleanup_run_batch=2, cleanup_lanes=1)
     runs = dict([ended_run(rl, ["a1"]), ended_run(rl, ["b1"])])
@@ -51,7 +51,7 @@ def test_a_carried_verdict_whose_save_lost_to_another_worker_is_still_given(
             assert claim(rl, taken[0], "w2", clock.now + timedelta(seconds=40), 3)
         return {"ok": True}
 
-    world.answer(SPAWN, answer)
+    world.answer("revert", SPAWN, answer)
     summaries = rl.cleanup.sweep("w1")
     [first] = [run for run, [made] in runs.items() if made != taken[0]]
     [second] = [run for run in runs if run != first]

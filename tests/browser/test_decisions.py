@@ -10,11 +10,12 @@ from playwright.sync_api import expect
 from tests.application.test_decisions import WHY, drifted, leases
 from tests.support.api_support import Api
 from tests.support.console_support import Browsing
-from tests.support.game import Clock, Game
+from tests.support.playing import Clock
+from tests.support.world import World
 
 
 def test_a_person_keeps_a_drift_then_what_is_left_and_the_run_no_longer_needs_a_person(
-    browsing: Browsing, api: Api, game: Game, clock: Clock
+    browsing: Browsing, api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
@@ -61,7 +62,7 @@ def test_a_person_keeps_a_drift_then_what_is_left_and_the_run_no_longer_needs_a_
     assert game.values == {"north": "hail", "east": "sleet"}
 
 
-def test_a_viewer_is_offered_no_decision(browsing: Browsing, api: Api, game: Game) -> None:
+def test_a_viewer_is_offered_no_decision(browsing: Browsing, api: Api, game: World) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
     page = browsing.signed_in("viewer")

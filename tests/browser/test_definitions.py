@@ -14,7 +14,7 @@ from tests.support.api_support import Api, shard_run, tick
 from tests.support.console_support import (
     Browsing,
 )
-from tests.support.game import Clock
+from tests.support.playing import Clock
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 

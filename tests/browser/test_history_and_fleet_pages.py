@@ -26,7 +26,9 @@ from tests.support.console_support import (
     Browsing,
     live_server,
 )
-from tests.support.game import SPAWN, Clock, Game, answers, phase, spec, step
+from tests.support.playing import GAME_SPAWN as SPAWN
+from tests.support.playing import Clock, phase, spec, step
+from tests.support.world import World, answering
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 
@@ -44,7 +46,7 @@ def overflow(page: Page) -> int:
 
 
 def test_a_drifted_lease_shows_its_three_values_side_by_side_and_stacked_on_a_phone(
-    browsing: Browsing, api: Api, game: Game, clock: Clock
+    browsing: Browsing, api: Api, game: World, clock: Clock
 ) -> None:
     applied = {"sky": "storm", "wind_kmh": 40, "note": "the plaza event's weather"}
     current = {"sky": "hail", "wind_kmh": 90, "note": "set by a game master at 12:00:30"}
@@ -152,9 +154,13 @@ def test_the_modules_and_runners_pages_render_and_markup_in_them_runs_nothing(
 
 
 def test_markup_in_an_entry_and_its_replay_is_shown_and_runs_nothing(
-    browsing: Browsing, api: Api, game: Game, shard: Shard, clock: Clock
+    browsing: Browsing, api: Api, game: World, shard: Shard, clock: Clock
 ) -> None:
-    game.script(SPAWN, answers({"ok": True, "resources": [{"kind": "k<b>", "ref": HOSTILE[1]}]}))
+    game.script(
+        "perform",
+        SPAWN,
+        answering({"ok": True, "resources": [{"kind": "k<b>", "ref": HOSTILE[1]}]}),
+    )
     run = api.start(spec(phase("p1", step("spawn", SPAWN)), name=HOSTILE[0]))
     tick(api.rl)
     [made] = [

@@ -9,7 +9,7 @@ from uuid import UUID
 from playwright.sync_api import Page, expect
 
 from runledger.application.modules.protocol import Registry
-from tests.application.test_person_holds import Sky, one_of_two_held, said
+from tests.application.test_person_holds import one_of_two_held, said, sky_world
 from tests.support.api_support import (
     Api,
     Shard,
@@ -20,7 +20,7 @@ from tests.support.console_support import (
     Browsing,
     incomplete_run,
 )
-from tests.support.game import Clock
+from tests.support.playing import Clock
 
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 
@@ -72,8 +72,7 @@ def test_retry_cleanup_gives_everything_back_in_place(
 def test_retry_cleanup_says_first_which_lease_it_leaves_because_another_live_run_holds_it(
     browsing: Browsing, api: Api, registry: Registry
 ) -> None:
-    sky = Sky()
-    sky.install(registry)
+    sky = sky_world(registry)
     run, other = one_of_two_held(api.rl, sky)
     held = said("north", other, "2026-12-02 13:00:00")
     page = browsing.signed_in("operator")

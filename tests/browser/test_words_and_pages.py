@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from tests.support.api_support import Api, Shard, shard_run
 from tests.support.console_support import Browsing, incomplete_run
-from tests.support.game import Clock
+from tests.support.playing import Clock
 from tests.support.words_support import kept_and_given_back, still_running
 
 WIDTHS = [1280, 375]

@@ -24,7 +24,7 @@ from tests.support.api_support import (
     shard_run,
     tick,
 )
-from tests.support.game import Clock, phase, spec, step
+from tests.support.playing import Clock, phase, spec, step
 
 
 def two_phases() -> dict[str, Any]:

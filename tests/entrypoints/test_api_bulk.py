@@ -10,7 +10,7 @@ from uuid import UUID
 
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
-from tests.application.test_person_holds import SKY, Sky, drifted_then_leased, said
+from tests.application.test_person_holds import SKY, drifted_then_leased, said, sky_world
 from tests.support.api_support import (
     DOWN,
     Api,
@@ -21,7 +21,7 @@ from tests.support.api_support import (
     shard_run,
     tick,
 )
-from tests.support.game import Clock
+from tests.support.playing import Clock
 from tests.support.reading import written
 
 PLAN = "/admin/events/cleanup/plan"
@@ -137,8 +137,7 @@ def assert_refused(api: Api, shard: Shard, where: dict[str, Any], fingerprint: s
 def test_a_plan_warns_of_a_lease_another_live_run_holds_and_applying_it_leaves_it_alone(
     api: Api, registry: Registry, clock: Clock
 ) -> None:
-    sky = Sky()
-    sky.install(registry)
+    sky = sky_world(registry)
     first, second = drifted_then_leased(api.rl, sky, clock)
     held = said("north", second, "2026-12-02 13:01:00")
     found = plan(api, {"module": SKY})

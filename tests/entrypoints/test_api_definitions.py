@@ -15,7 +15,7 @@ from tests.support.api_support import (
     shard_run,
     tick,
 )
-from tests.support.game import Clock
+from tests.support.playing import Clock
 
 DEFS = "/admin/definitions"
 

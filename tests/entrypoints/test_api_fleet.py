@@ -29,8 +29,8 @@ from tests.support.api_support import (
     shard_run,
     tick,
 )
-from tests.support.game import phase, spec, step
-from tests.support.playing import PlayWorld
+from tests.support.playing import phase, spec, step
+from tests.support.world import World
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def test_health_and_readiness_need_no_token_and_say_more_to_one(api: Api) -> Non
 
 
 def test_a_stuck_projection_makes_the_process_not_ready_saying_where(
-    world: PlayWorld, api: Api
+    world: World, api: Api
 ) -> None:
     """(``world`` first: its actions are registered before the app's runledger is built.)"""
     _, position, _, _ = stuck_store(api.rl)

@@ -29,7 +29,7 @@ from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.support.api_support import Shard, bearer, shard_run, tick
-from tests.support.game import NO_BACKOFF
+from tests.support.playing import NO_BACKOFF
 
 CHECKS = [
     not_a_server_error,

@@ -19,7 +19,7 @@ from tests.support.api_support import (
     shard_run,
     tick,
 )
-from tests.support.game import Clock
+from tests.support.playing import Clock
 
 
 def entries_by_state(detail: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -24,8 +24,9 @@ from runledger.application.settings import Settings
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS
 from tests.entrypoints.test_cli import run_cli
 from tests.support.forked_cli import ForkedCli
-from tests.support.game import Game, phase, spec, step
+from tests.support.playing import phase, spec, step
 from tests.support.reading import row, the_step, tick, written
+from tests.support.world import World
 
 SPAWN = "game.spawn"
 Opener = Callable[..., Runledger]
@@ -39,7 +40,7 @@ def many(steps: int, name: str = "festival", phases: int = 1) -> dict[str, Any]:
     )
 
 
-def dispatched(game: Game) -> Counter[str]:
+def dispatched(game: World) -> Counter[str]:
     """Performs so far, per run: the idempotency key is ``<run>:<step>``."""
     return Counter(key.partition(":")[0] for _, key in game.performs)
 
@@ -112,7 +113,7 @@ def test_a_spec_at_the_caps_is_accepted(opened: Opener) -> None:
 
 
 def test_a_tick_dispatches_at_most_the_bound_per_run_and_the_rest_in_later_ticks(
-    opened: Opener, game: Game
+    opened: Opener, game: World
 ) -> None:
     rl = opened(steps_per_run_tick=4, steps_per_tick=100)
     big, small = rl.runs.start(many(10, name="big")), rl.runs.start(many(3, name="small"))
@@ -126,7 +127,7 @@ def test_a_tick_dispatches_at_most_the_bound_per_run_and_the_rest_in_later_ticks
     assert row(rl, big).cleanup_status == "complete"
 
 
-def test_a_tick_dispatches_at_most_the_bound_overall(opened: Opener, game: Game) -> None:
+def test_a_tick_dispatches_at_most_the_bound_overall(opened: Opener, game: World) -> None:
     rl = opened(steps_per_run_tick=100, steps_per_tick=7)
     runs = [rl.runs.start(many(5, name=f"r{n}")) for n in range(3)]
     reports = [tick(rl).advance.dispatched for _ in range(3)]
@@ -135,7 +136,7 @@ def test_a_tick_dispatches_at_most_the_bound_overall(opened: Opener, game: Game)
     assert {row(rl, run).status for run in runs} == {"completed"}
 
 
-def test_runs_the_tick_did_not_reach_go_first_in_the_next_tick(opened: Opener, game: Game) -> None:
+def test_runs_the_tick_did_not_reach_go_first_in_the_next_tick(opened: Opener, game: World) -> None:
     # One run's worth per tick: were the order left to chance, five ticks would serve five
     # different runs about one time in twenty-six.
     rl = opened(steps_per_run_tick=3, steps_per_tick=3)
@@ -151,7 +152,7 @@ def test_runs_the_tick_did_not_reach_go_first_in_the_next_tick(opened: Opener, g
 
 
 def test_a_run_cut_short_by_the_tick_bound_is_finished_before_it_is_started_again(
-    opened: Opener, game: Game
+    opened: Opener, game: World
 ) -> None:
     rl = opened(steps_per_run_tick=4, steps_per_tick=6)
     runs = [rl.runs.start(many(4, name=f"r{n}")) for n in range(3)]
@@ -160,7 +161,7 @@ def test_a_run_cut_short_by_the_tick_bound_is_finished_before_it_is_started_agai
     assert {row(rl, run).status for run in runs} == {"completed"}
 
 
-def test_a_step_the_tick_did_not_reach_has_nothing_recorded(opened: Opener, game: Game) -> None:
+def test_a_step_the_tick_did_not_reach_has_nothing_recorded(opened: Opener, game: World) -> None:
     rl = opened(steps_per_run_tick=2, steps_per_tick=2)
     run = rl.runs.start(many(5))
     tick(rl)

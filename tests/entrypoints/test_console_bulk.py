@@ -10,7 +10,7 @@ import json
 import re
 
 from runledger.application.modules.protocol import Registry
-from tests.application.test_person_holds import Sky, one_of_two_held
+from tests.application.test_person_holds import one_of_two_held, sky_world
 from tests.support.api_support import (
     Api,
     Shard,
@@ -20,7 +20,7 @@ from tests.support.api_support import (
     shard_run,
 )
 from tests.support.console_support import Console, console_fixture, csrf_of, incomplete_run, text_of
-from tests.support.game import Clock
+from tests.support.playing import Clock
 
 __all__ = ["api_fixture", "api_rl_fixture", "console_fixture", "shard_fixture"]
 
@@ -91,8 +91,7 @@ def test_a_stale_plan_is_refused_with_409_and_the_selection_as_it_is_now(
 def test_a_lease_another_live_run_holds_is_shown_left_alone_before_anything_is_done(
     console: Console, api: Api, registry: Registry
 ) -> None:
-    sky = Sky()
-    sky.install(registry)
+    sky = sky_world(registry)
     one_of_two_held(api.rl, sky)
     console.sign_in("operator")
     planned = console.get("/cleanup", params={"plan": "1"}).text

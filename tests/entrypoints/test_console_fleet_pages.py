@@ -16,7 +16,7 @@ from runledger.application.settings import Settings
 from tests.application.test_loader import write_module
 from tests.support.api_support import Api, api_fixture, api_rl_fixture, serving, shard_fixture
 from tests.support.console_support import Console, text_of
-from tests.support.game import Clock
+from tests.support.playing import Clock
 
 __all__ = ["api_fixture", "api_rl_fixture", "shard_fixture"]
 

@@ -22,7 +22,9 @@ from tests.support.api_support import (
     tick,
 )
 from tests.support.console_support import Console, console_fixture, text_of
-from tests.support.game import SPAWN, START, Clock, Game, answers, lease_step, phase, spec, step
+from tests.support.playing import GAME_SPAWN as SPAWN
+from tests.support.playing import START, Clock, lease_step, phase, spec, step
+from tests.support.world import World, answering
 
 __all__ = ["api_fixture", "api_rl_fixture", "console_fixture", "shard_fixture"]
 
@@ -39,7 +41,7 @@ def the_entry(api: Api, run: UUID, kind: str) -> dict[str, Any]:
     return found
 
 
-def drifted_lease(api: Api, game: Game, clock: Clock, applied: Any, current: Any) -> UUID:
+def drifted_lease(api: Api, game: World, clock: Clock, applied: Any, current: Any) -> UUID:
     """A run whose leased value someone else changed before the run gave it back: the lease
     drifted, and its baseline, applied and current values all differ."""
     run = api.start(spec(phase("p1", lease_step("weather", "plaza", applied), advance="manual")))
@@ -128,7 +130,7 @@ def test_an_entry_page_says_what_it_is_where_it_stands_and_each_version_with_who
 
 
 def test_a_drifted_lease_shows_baseline_applied_and_current_side_by_side(
-    console: Console, api: Api, game: Game, clock: Clock
+    console: Console, api: Api, game: World, clock: Clock
 ) -> None:
     lease = drifted_lease(api, game, clock, applied="storm", current="hail")
     console.sign_in("viewer")
@@ -161,7 +163,7 @@ def test_a_kept_entry_says_who_kept_it_and_when(console: Console, api: Api, cloc
 
 
 def test_an_entry_page_read_to_a_version_says_how_many_there_are(
-    console: Console, api: Api, game: Game, clock: Clock
+    console: Console, api: Api, game: World, clock: Clock
 ) -> None:
     lease = drifted_lease(api, game, clock, applied="storm", current="hail")
     console.sign_in("viewer")
@@ -336,9 +338,13 @@ def test_a_replay_of_a_run_that_is_not_there_or_not_an_id_is_a_page_saying_so(
 
 
 def test_markup_in_kinds_refs_errors_and_drift_values_is_shown_as_text(
-    console: Console, api: Api, game: Game, shard: Shard, clock: Clock
+    console: Console, api: Api, game: World, shard: Shard, clock: Clock
 ) -> None:
-    game.script(SPAWN, answers({"ok": True, "resources": [{"kind": "k<b>", "ref": HOSTILE[1]}]}))
+    game.script(
+        "perform",
+        SPAWN,
+        answering({"ok": True, "resources": [{"kind": "k<b>", "ref": HOSTILE[1]}]}),
+    )
     made = api.start(spec(phase("p1", step("spawn", SPAWN)), name=HOSTILE[0]))
     tick(api.rl)
     shard.revert_answer = {"ok": False, "error": HOSTILE[0]}

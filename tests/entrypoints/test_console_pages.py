@@ -15,7 +15,7 @@ from tests.support.api_support import (
     shard_run,
 )
 from tests.support.console_support import Console, console_fixture, incomplete_run, text_of
-from tests.support.game import Clock
+from tests.support.playing import Clock
 
 __all__ = ["api_fixture", "api_rl_fixture", "console_fixture", "shard_fixture"]
 

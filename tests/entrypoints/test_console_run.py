@@ -28,7 +28,7 @@ from tests.support.api_support import (
     tick,
 )
 from tests.support.console_support import Console, console_fixture, incomplete_run, text_of
-from tests.support.game import Clock, phase, spec, step
+from tests.support.playing import Clock, phase, spec, step
 
 __all__ = ["api_fixture", "console_fixture", "shard_fixture"]
 

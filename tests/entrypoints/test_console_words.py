@@ -12,7 +12,7 @@ from uuid import UUID
 from runledger.application.words import CLEANUP
 from tests.support.api_support import Api, Shard, api_fixture, api_rl_fixture, shard_fixture, tick
 from tests.support.console_support import Console, console_fixture, incomplete_run, text_of
-from tests.support.game import Clock
+from tests.support.playing import Clock
 from tests.support.words_support import kept_and_given_back, still_running, under_way
 
 __all__ = ["api_fixture", "api_rl_fixture", "console_fixture", "shard_fixture"]

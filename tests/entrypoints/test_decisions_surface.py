@@ -13,8 +13,9 @@ from runledger.application.runledger import Runledger
 from tests.application.test_decisions import WHY, drifted, leases
 from tests.support.api_support import Api, api_fixture, api_rl_fixture, shard_fixture
 from tests.support.console_support import Console, console_fixture, text_of
-from tests.support.game import Clock, Game, lease_step, phase, spec
+from tests.support.playing import Clock, lease_step, phase, spec
 from tests.support.reading import lines, status, tick, written
+from tests.support.world import World
 
 __all__ = ["api_fixture", "api_rl_fixture", "console_fixture", "shard_fixture"]
 
@@ -36,7 +37,7 @@ def holding_north(rl: Runledger, clock: Clock) -> UUID:
 
 
 def test_an_operator_keeps_each_drifted_entry_and_the_run_no_longer_needs_a_person(
-    api: Api, game: Game, clock: Clock
+    api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     found = leases(api.rl, run)
@@ -66,7 +67,7 @@ def test_an_operator_keeps_each_drifted_entry_and_the_run_no_longer_needs_a_pers
     ]
 
 
-def test_an_operator_keeps_what_is_left_in_one_act(api: Api, game: Game, clock: Clock) -> None:
+def test_an_operator_keeps_what_is_left_in_one_act(api: Api, game: World, clock: Clock) -> None:
     run = drifted(api.rl, game)
     answer = api.post(f"{runs(run)}/keep", "operator", json={"reason": WHY})
     assert answer.status_code == 200, answer.text
@@ -87,7 +88,7 @@ def test_an_operator_keeps_what_is_left_in_one_act(api: Api, game: Game, clock: 
 
 
 def test_retrying_one_entry_gives_it_back_and_a_held_lease_is_left_with_the_sentence(
-    api: Api, game: Game, clock: Clock
+    api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     found = leases(api.rl, run)
@@ -103,7 +104,7 @@ def test_retrying_one_entry_gives_it_back_and_a_held_lease_is_left_with_the_sent
     )
     assert game.values == {"north": "hail", "east": "clear"}
     holder = holding_north(api.rl, clock)
-    restores = len(game.restores)
+    restores = len(game.restore_calls)
     answer = api.post(
         f"{runs(run)}/entries/{found['north'].entry_id}/retry",
         "operator",
@@ -114,7 +115,7 @@ def test_retrying_one_entry_gives_it_back_and_a_held_lease_is_left_with_the_sent
     said = f"north is held by run {holder} until 2026-12-02 13:01:00 UTC: not restored"
     assert (held["holder"], held["said"]) == (str(holder), said)
     assert (answer.json()["state"], answer.json()["attempted"]) == ("drifted", 0)
-    assert game.values == {"north": "fog", "east": "clear"} and len(game.restores) == restores
+    assert game.values == {"north": "fog", "east": "clear"} and len(game.restore_calls) == restores
     assert [line.detail for line in lines(api.rl, run, "cleanup.retry_one")] == [
         {"by": "alice", "entry": found["east"].name},
         {"by": "alice", "reason": "is it ours?", "entry": found["north"].name, "held": said},
@@ -122,7 +123,7 @@ def test_retrying_one_entry_gives_it_back_and_a_held_lease_is_left_with_the_sent
 
 
 def test_a_keep_repeated_under_one_idempotency_key_answers_the_first_answer(
-    api: Api, game: Game, clock: Clock
+    api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
@@ -141,7 +142,7 @@ def test_a_keep_repeated_under_one_idempotency_key_answers_the_first_answer(
 
 
 def test_a_viewer_may_not_keep_or_retry_and_nothing_is_written(
-    api: Api, game: Game, clock: Clock
+    api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
@@ -160,7 +161,7 @@ def test_a_viewer_may_not_keep_or_retry_and_nothing_is_written(
 
 
 def test_refusals_name_the_run_the_entry_or_the_field_and_write_nothing(
-    api: Api, game: Game, clock: Clock
+    api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
@@ -213,7 +214,7 @@ def decide_buttons(page: str) -> list[str]:
 
 
 def test_keeping_an_entry_from_its_page_confirms_what_will_happen_then_does_it(
-    console: Console, api: Api, game: Game, clock: Clock
+    console: Console, api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
@@ -244,7 +245,7 @@ def test_keeping_an_entry_from_its_page_confirms_what_will_happen_then_does_it(
 
 
 def test_keep_what_is_left_and_retry_from_the_run_s_page(
-    console: Console, api: Api, game: Game, clock: Clock
+    console: Console, api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     found = leases(api.rl, run)
@@ -282,7 +283,7 @@ def test_keep_what_is_left_and_retry_from_the_run_s_page(
 
 
 def test_the_confirmation_of_a_retry_says_a_held_lease_is_left_before_anything_is_done(
-    console: Console, api: Api, game: Game, clock: Clock
+    console: Console, api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
@@ -299,7 +300,7 @@ def test_the_confirmation_of_a_retry_says_a_held_lease_is_left_before_anything_i
 
 
 def test_a_viewer_sees_no_decision_buttons_and_is_refused_the_pages_and_the_acts(
-    console: Console, api: Api, game: Game, clock: Clock
+    console: Console, api: Api, game: World, clock: Clock
 ) -> None:
     run = drifted(api.rl, game)
     north = leases(api.rl, run)["north"]
@@ -321,7 +322,7 @@ def test_a_viewer_sees_no_decision_buttons_and_is_refused_the_pages_and_the_acts
 
 
 def test_a_running_run_offers_no_decision_and_its_confirmation_says_why(
-    console: Console, api: Api, game: Game, clock: Clock
+    console: Console, api: Api, game: World, clock: Clock
 ) -> None:
     run = api.rl.runs.start(spec(phase("p1", lease_step("w", "west"), advance="manual")))
     tick(api.rl)

@@ -23,17 +23,19 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.step import Step
-from tests.support.game import SPAWN, Clock, Game, phase, runledgers, spec, step
+from tests.support.playing import GAME, Clock, phase, runledgers, spec, step
+from tests.support.playing import GAME_SPAWN as SPAWN
 from tests.support.reading import row, the_step, written
+from tests.support.world import World
 
 Open = Callable[..., Runledger]
 SLOW = {"retry_delays_s": (5.0, 30.0), "retry_jitter": 0.0}
 
 
 @pytest.fixture
-def stores(store_url: str, clock: Clock) -> Iterator[tuple[Game, Open, Open]]:
+def stores(store_url: str, clock: Clock) -> Iterator[tuple[World, Open, Open]]:
     """The game, and two openers on the test's store: one with the game's module, one bare."""
-    game, with_game = Game(), Registry()
+    game, with_game = World(name=GAME), Registry()
     game.install(with_game, SPAWN)
     with ExitStack() as stack:
         full = stack.enter_context(runledgers(store_url, with_game, clock))
@@ -42,7 +44,7 @@ def stores(store_url: str, clock: Clock) -> Iterator[tuple[Game, Open, Open]]:
 
 
 def test_a_runner_missing_a_module_leaves_the_run_to_the_runner_that_has_it(
-    stores: tuple[Game, Open, Open],
+    stores: tuple[World, Open, Open],
 ) -> None:
     game, open_full, open_bare = stores
     full, bare = open_full(), open_bare()
@@ -63,7 +65,7 @@ def test_a_runner_missing_a_module_leaves_the_run_to_the_runner_that_has_it(
 
 
 def test_runner_records_are_read_only_by_a_runner_that_lacks_something_a_run_needs(
-    stores: tuple[Game, Open, Open],
+    stores: tuple[World, Open, Open],
 ) -> None:
     _, open_full, open_bare = stores
     full, bare = open_full(), open_bare()
@@ -90,7 +92,7 @@ def test_runner_records_are_read_only_by_a_runner_that_lacks_something_a_run_nee
 
 
 def test_with_no_live_runner_serving_it_a_step_waits_its_back_off_and_a_returning_runner_ends_it(
-    stores: tuple[Game, Open, Open],
+    stores: tuple[World, Open, Open],
     clock: Clock,
 ) -> None:
     game, open_full, open_bare = stores
@@ -123,7 +125,7 @@ def test_with_no_live_runner_serving_it_a_step_waits_its_back_off_and_a_returnin
 
 
 def test_with_no_live_runner_ever_serving_it_the_last_attempt_names_the_missing_action(
-    stores: tuple[Game, Open, Open],
+    stores: tuple[World, Open, Open],
     clock: Clock,
 ) -> None:
     _, open_full, open_bare = stores

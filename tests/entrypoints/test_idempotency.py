@@ -30,7 +30,7 @@ from tests.application.test_start_checks import run_ids
 from tests.entrypoints.test_api_serve import Served, env, given_back, served
 from tests.entrypoints.test_cli_json import Cli, cli_fixture, ended_incomplete
 from tests.support.api_support import Api, bearer, serving, tick
-from tests.support.game import START, phase, spec, step
+from tests.support.playing import START, phase, spec, step
 from tests.support.reading import written
 
 __all__ = ["cli_fixture", "env", "served"]

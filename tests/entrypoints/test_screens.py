@@ -24,7 +24,7 @@ import pytest
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from tests.entrypoints.test_cli import RUNLEDGER, run_cli
-from tests.support.game import Clock, phase, spec, step
+from tests.support.playing import Clock, phase, spec, step
 from tests.support.reading import row, tick
 
 ALERT = "[bold red]ALERT[/bold red]"

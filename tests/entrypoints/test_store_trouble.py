@@ -24,8 +24,8 @@ from runledger.application.settings import Settings
 from runledger.projections.rebuild import rebuild
 from tests.support.corrupt import RUN_STARTED, insert_raw, tables
 from tests.support.forked_cli import ForkedCli
-from tests.support.playing import PlayWorld
 from tests.support.reading import EVERY_VIEW
+from tests.support.world import World
 
 SPEC = {
     "name": "Harvest",
@@ -295,7 +295,7 @@ def test_many_inits_at_once_on_a_fresh_store_all_succeed(
                     conn.execute(f"DROP SCHEMA IF EXISTS {url.rsplit('=', 1)[1]} CASCADE")
 
 
-def test_a_rebuild_that_fails_leaves_no_shadow_tables(rl: Runledger, world: PlayWorld) -> None:
+def test_a_rebuild_that_fails_leaves_no_shadow_tables(rl: Runledger, world: World) -> None:
     from tests.application.test_projections import ledger_a_run
 
     ledger_a_run(rl)

@@ -21,7 +21,7 @@ from httpx import Response
 from runledger.application.asgi import create_app
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
-from tests.support.game import phase, spec, step
+from tests.support.playing import phase, spec, step
 
 SHARD = "shard"
 SHARD_SPAWN = "shard.spawn"

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp
 from runledger.application.bootstrap import init_store
 from runledger.application.settings import Settings
 from tests.support.api_support import DOWN, Api, Shard, shard_run, tick
-from tests.support.game import START, Clock
+from tests.support.playing import START, Clock
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(

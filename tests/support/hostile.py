@@ -1,4 +1,5 @@
-"""Values an unkind module, author or operator may send, and a module that sends them.
+"""Values an unkind module, author or operator may send, and the World as a module that sends
+them (``hostile_world``, its answers scripted per run).
 
 ``UNSTORABLE`` values must never reach an event (refused, or read as a malformed answer);
 ``ODD`` values are ordinary text that must be stored as they are and shown literally.
@@ -6,8 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.projections.rebuild import rebuild
+from tests.support.playing import phase, spec, step
+from tests.support.world import Verb, World
 
 MODULE = "hostile"
 ACTION = "hostile.thing"
@@ -109,90 +111,26 @@ def odd_values() -> st.SearchStrategy[Any]:
     )
 
 
-@dataclass
-class HostileModule:
-    """A module whose every answer is scripted per run: ``answers[run_id][verb]`` answers."""
-
-    answers: dict[str, dict[str, Callable[[], Any]]] = field(default_factory=dict)
-    calls: list[tuple[str, str]] = field(default_factory=list)
-    world: dict[str, Any] = field(default_factory=dict)
-
-    def install(self, registry: Registry) -> None:
-        module = registry.module(MODULE)
-        module.action(
-            ACTION,
-            perform=self._verb("perform"),
-            revert=self._verb("revert"),
-            reconcile=self._verb("reconcile"),
-            budget_ms=2_000,
-        )
-        module.lease(LEASE, apply=self._verb("apply"), restore=self._verb("restore"))
-
-    def script(self, run_id: UUID, verb: str, answer: Callable[[], Any]) -> None:
-        self.answers.setdefault(str(run_id), {})[verb] = answer
-
-    def _verb(self, verb: str) -> Callable[..., Any]:
-        def call(**kwargs: Any) -> Any:
-            run_id = str(kwargs.get("run_id"))
-            self.calls.append((run_id, verb))
-            scripted = self.answers.get(run_id, {}).get(verb)
-            if scripted is not None:
-                return scripted()
-            return self._plain(verb, kwargs)
-
-        return call
-
-    def _plain(self, verb: str, kwargs: dict[str, Any]) -> Any:
-        if verb == "perform":
-            key = kwargs["idempotency_key"]
-            return {"ok": True, "resources": [{"kind": "thing", "ref": f"{key}/1"}]}
-        if verb == "apply":
-            return {"ok": True, "baseline": "clear", "applied": kwargs["value"]}
-        if verb == "reconcile":
-            return {"ok": True, "in_force": [r["ref"] for r in kwargs["resources"]]}
-        return {"ok": True}
+def hostile_world(registry: Registry) -> World:
+    """The World as module ``hostile``: things of kind ``thing`` made by one action, and one
+    lease. A test scripts its answers per run, since a walk's runs share the action."""
+    world = World(name=MODULE, lease=LEASE, kind="thing")
+    world.install(registry, ACTION, budget_ms=2_000)
+    return world
 
 
-def fixed(answer: Any) -> Callable[[], Any]:
-    """A scripted answer bound now: a lambda written in a loop would give the loop's last value."""
-    return lambda: answer
+def asked_of(verb: Verb) -> str:
+    """What a verb of the hostile world is asked of: its lease, or its action."""
+    return LEASE if verb in ("apply", "restore") else ACTION
 
 
 def thing_spec(name: str = "hostile walk", **params: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "phases": [
-            {
-                "id": "p",
-                "advance": "manual",
-                "steps": [{"id": "s", "action": ACTION, "params": params}],
-            }
-        ],
-    }
+    return spec(phase("p", step("s", ACTION, **params), advance="manual"), name=name)
 
 
 def lease_spec(target: str, name: str = "hostile lease") -> dict[str, Any]:
-    return {
-        "name": name,
-        "phases": [
-            {
-                "id": "p",
-                "advance": "manual",
-                "steps": [
-                    {
-                        "id": "l",
-                        "action": "core.lease",
-                        "params": {
-                            "lease": LEASE,
-                            "target": target,
-                            "value": "storm",
-                            "duration_s": 600,
-                        },
-                    }
-                ],
-            }
-        ],
-    }
+    storm = step("l", "core.lease", lease=LEASE, target=target, value="storm", duration_s=600)
+    return spec(phase("p", storm, advance="manual"), name=name)
 
 
 def every_run(rl: Runledger) -> list[UUID]:

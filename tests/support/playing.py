@@ -1,62 +1,107 @@
-"""Runs as production makes them: started from a spec by ``Runs.start``, their steps dispatched
-by the runner's advance leg and answered by the World's performs, ended by a person advancing
-the last phase (or cancelling, or aborting).
+"""Runs as production makes them, played in the World (tests/support/world.py): started from a
+spec by ``Runs.start``, their steps dispatched by the runner's advance leg, ended by a person
+advancing the last phase (or cancelling, or aborting). One clock, read by every runledger.
 
-A step's params script its perform: it names the resources in ``named``, or answers ``answer``
-as it is. A spec is then the script of what its run will have made, and a test reads the ids of
-what was made from the natural keys (``made``, ``placeholder``, ``override``).
+A step's params may script its perform (``World.make``): it names the resources in ``named``,
+or answers ``answer`` as it is, or makes ``count`` things. A spec is then the script of what its
+run will have made, and a test reads the ids of what was made from the natural keys (``made``,
+``placeholder``, ``override``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from freezegun.api import FrozenDateTimeFactory
+
+from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.application.services.running.advancing import AdvanceReport
+from runledger.application.settings import Settings
 from runledger.domain.resource import LEASE_KIND, PLACEHOLDER_KIND, Resource
 from runledger.domain.spec import RunSpec
-from tests.support.game import LEASE, lease_step, phase, spec, step
 from tests.support.reading import the_step
-from tests.support.world import World
+from tests.support.world import LEASE
 
 SPAWN, BUILD, ZONE = "world.spawn", "world.build", "world.zone"
+"""The actions of the conftest's ``world``."""
+GAME, GAME_SPAWN = "game", "game.spawn"
+"""The conftest's ``game``: the World again, as the module ``game``."""
+START = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
+# Tests whose subject is not the back-off retry at once; those about it set their own delays.
+NO_BACKOFF: dict[str, Any] = {"retry_delays_s": (0.0,)}
 PHASE = "play"
 RUNNER = "runner"
 PERSON = "alice"
 
 
 @dataclass
-class PlayWorld(World):
-    """The World, whose actions also perform and whose weather lease applies over a clear sky,
-    so that runs from a spec can play in it."""
+class Clock:
+    """The one clock every part of a runledger reads; a test moves it. With ``frozen`` (the
+    conftest's ``clock``), freezegun holds ``datetime.now`` to it as well, so a runledger on the
+    default clock reads the same time as one opened on this one."""
 
-    def install(self, registry: Registry, *actions: str, budget_ms: int | None = None) -> None:
-        module = registry.module(self.name)
-        for action in actions:
-            module.action(
-                action,
-                perform=performs,
-                revert=self._revert(action),
-                reconcile=self._reconcile(action),
-                budget_ms=budget_ms,
-            )
-        module.lease(LEASE, apply=applies, restore=self._restore)
+    now: datetime = START
+    frozen: FrozenDateTimeFactory | None = None
 
+    def __call__(self) -> datetime:
+        return self.now
 
-def performs(params: dict[str, Any], idempotency_key: str, run_id: str) -> Any:
-    """What a step's params script: ``answer`` as it is, or the resources ``named``."""
-    if "answer" in params:
-        return params["answer"]
-    return {"ok": True, "resources": params.get("named", [])}
+    def advance(self, seconds: float) -> None:
+        self.move_to(self.now + timedelta(seconds=seconds))
+
+    def move_to(self, at: datetime) -> None:
+        self.now = at
+        if self.frozen is not None:
+            self.frozen.move_to(at)
 
 
-def applies(target: str, value: Any, run_id: str, idempotency_key: str) -> Any:
-    return {"ok": True, "baseline": "clear", "applied": value}
+@contextmanager
+def runledgers(url: str, registry: Registry, clock: Clock) -> Iterator[Callable[..., Runledger]]:
+    """Open runledgers on one store, all reading one clock; every one is closed at the end."""
+    opened: list[Runledger] = []
+
+    def open_one(**settings: Any) -> Runledger:
+        rl = bootstrap(Settings(database_url=url, **NO_BACKOFF | settings), registry, clock=clock)
+        opened.append(rl)
+        return rl
+
+    try:
+        yield open_one
+    finally:
+        for rl in opened:
+            rl.close()
+
+
+# --- specs ------------------------------------------------------------------------------------
+
+
+def step(step_id: str, action: str, **params: Any) -> dict[str, Any]:
+    return {"id": step_id, "action": action, "params": params}
+
+
+def lease_step(
+    step_id: str, target: str, value: Any = "storm", duration_s: float = 3600
+) -> dict[str, Any]:
+    return step(
+        step_id, "core.lease", lease=LEASE, target=target, value=value, duration_s=duration_s
+    )
+
+
+def phase(
+    phase_id: str, *steps: dict[str, Any], advance: str = "auto", after_s: float = 0
+) -> dict[str, Any]:
+    return {"id": phase_id, "steps": list(steps), "advance": advance, "after_s": after_s}
+
+
+def spec(*phases: dict[str, Any], name: str = "festival") -> dict[str, Any]:
+    return {"name": name, "phases": list(phases)}
 
 
 def makes(
@@ -83,6 +128,9 @@ def leases(
 ) -> dict[str, Any]:
     """A core.lease step: the weather over ``target`` turns to storm for ``for_s`` seconds."""
     return lease_step(step_id, target, "storm", for_s)
+
+
+# --- runs -------------------------------------------------------------------------------------
 
 
 def start(
@@ -126,6 +174,17 @@ def ended(rl: Runledger, *steps: dict[str, Any], name: str = "festival") -> UUID
     return run
 
 
+def ended_run(
+    rl: Runledger, refs: list[str], *, action: str = SPAWN, name: str = "festival"
+) -> tuple[UUID, list[UUID]]:
+    """A completed run whose one step, spawn, made creatures ``refs``; and their entries."""
+    run = ended(rl, makes("spawn", *refs, action=action), name=name)
+    return run, made(run, "spawn", *refs)
+
+
+# --- what a run made, by its natural keys -----------------------------------------------------
+
+
 def key(run: UUID, step_id: str = "spawn") -> str:
     """A step's idempotency key, as ``Step.idempotency_key`` makes it."""
     return f"{run}:{step_id}"
@@ -144,19 +203,6 @@ def placeholder(run: UUID, step_id: str) -> UUID:
 def override(run: UUID, target: str = "plaza", step_id: str = "weather") -> UUID:
     """The entry of a lease step's override of ``target``."""
     return Resource.create_id(run, step_id, LEASE_KIND, f"{LEASE}#{target}")
-
-
-def ended_run(
-    rl: Runledger, refs: list[str], *, action: str = SPAWN, name: str = "festival"
-) -> tuple[UUID, list[UUID]]:
-    """A completed run whose one step, spawn, made creatures ``refs``; and their entries."""
-    run = ended(rl, makes("spawn", *refs, action=action), name=name)
-    return run, made(run, "spawn", *refs)
-
-
-def answering(value: Any) -> Callable[..., Any]:
-    """A scripted answer that is ``value`` whatever it is asked."""
-    return lambda *_: value
 
 
 def entry_of(rl: Runledger, entry_id: UUID) -> Resource:

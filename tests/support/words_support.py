@@ -6,7 +6,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from tests.support.api_support import DOWN, SHARD_SPAWN, Api, Shard, shard_run, tick
-from tests.support.game import Clock, lease_step, phase, spec, step
+from tests.support.playing import Clock, lease_step, phase, spec, step
 
 
 def kept_and_given_back(api: Api, clock: Clock, name: str = "harbour") -> UUID:
