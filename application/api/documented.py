@@ -12,6 +12,7 @@ from pydantic.json_schema import models_json_schema
 
 from runledger.application.api.problems import PROBLEM_JSON
 from runledger.application.reading.schemas.common import Problem, ValidationProblem
+from runledger.application.reading.schemas.specs import stored_value
 
 SCHEMAS = "#/components/schemas/"
 FASTAPIS = ("HTTPValidationError", "ValidationError")
@@ -46,6 +47,7 @@ def _problems(document: dict[str, Any]) -> dict[str, Any]:
         ref_template=SCHEMAS + "{model}",
     )
     schemas.update(found.get("$defs", {}))
+    schemas["StoredValue"] = stored_value()
     for operation in (op for path in document["paths"].values() for op in path.values()):
         for status, answer in operation.get("responses", {}).items():
             _as_problem(answer.get("content", {}))

@@ -28,6 +28,7 @@ from runledger.application.errors import (
     StoreError,
     store_error,
 )
+from runledger.application.services.dry_run import StartRefused
 from runledger.domain.errors import DomainError
 from runledger.domain.text import safe_text
 from runledger.domain.values import UnsafeValue, plain_message
@@ -95,7 +96,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(BadRequest)
     def bad_request(_: Request, error: BadRequest) -> JSONResponse:
-        if isinstance(error, Conflict):
+        # A start that this server's modules or the world refuse (no module registers the
+        # action, its params, a lease target held now) is well formed: the state of things
+        # refuses it, as no document can say what the modules loaded take.
+        if isinstance(error, Conflict | StartRefused):
             return _answer(409, error)
         return _invalid(str(error), "query" if isinstance(error, BadQuery) else "body")
 

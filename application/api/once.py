@@ -25,11 +25,14 @@ from runledger.domain.keyed import MAX_KEY, key_problem
 KEY_HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 """Set on an answer given again from the key's record."""
+KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
+"""What the header may be: printable ASCII, at most MAX_KEY long; spaces only inside (HTTP
+drops them around a header's value)."""
 ABOUT_KEY = (
-    f"Any text of up to {MAX_KEY} printable characters naming this request, e.g. a UUID. The same "
-    "request again under the same key, from the same person, is answered the first answer "
-    "(status and body; a start answers the same run) and changes nothing; another request "
-    "under it is refused (409). Kept in the store for good."
+    f"Any text of up to {MAX_KEY} printable ASCII characters naming this request, e.g. a UUID. "
+    "The same request again under the same key, from the same person, is answered the first "
+    "answer (status and body; a start answers the same run) and changes nothing; another "
+    "request under it is refused (409). Kept in the store for good."
 )
 
 T = TypeVar("T")
@@ -112,9 +115,16 @@ async def keyed(
     request: Request,
     response: Response,
     keys: OnceDep,
-    key: Annotated[str | None, Header(alias=KEY_HEADER, description=ABOUT_KEY)] = None,
+    key: Annotated[
+        str | None,
+        Header(
+            alias=KEY_HEADER,
+            description=ABOUT_KEY,
+            json_schema_extra={"pattern": KEY_PATTERN, "maxLength": MAX_KEY},
+        ),
+    ] = None,
 ) -> Keyed:
-    if key is not None and (problem := key_problem(key)) is not None:
+    if key is not None and (problem := _key_problem(key)) is not None:
         raise RequestValidationError(
             [
                 {
@@ -125,6 +135,15 @@ async def keyed(
             ]
         )
     return Keyed(request, response, keys, key, await request.body() if key is not None else b"")
+
+
+def _key_problem(key: str) -> str | None:
+    """The store's rule for a key (domain/keyed.py), and a header's: printable ASCII (a header
+    is read as Latin-1, so other text would arrive as something else)."""
+    problem = key_problem(key)
+    if problem is None and not key.isascii():
+        return "must be printable ASCII"
+    return problem
 
 
 Once = Annotated[Keyed, Depends(keyed)]

@@ -8,7 +8,8 @@ import runpy
 from pathlib import Path
 from typing import Any
 
-from runledger.application.reading.schemas.specs import SPEC_SCHEMA, inlined
+from runledger.application.reading.schemas.common import NO_NUL
+from runledger.application.reading.schemas.specs import SPEC_SCHEMA, VALUES, inlined
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS, RunSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +24,18 @@ def test_the_committed_openapi_document_is_current() -> None:
 
 
 def _shape(schema: Any) -> Any:
-    """A schema without its words (titles, descriptions) and the caps the parser adds."""
+    """A schema without its words (titles, descriptions), the caps the parser adds, and what
+    the document says of a stored value that the parser checks by its value rule (domain
+    values.py): text without NUL, a param's value a StoredValue."""
     if isinstance(schema, dict):
         words = ("title", "description", "maxItems")
-        return {k: _shape(v) for k, v in schema.items() if k not in words}
+        said = {k: v for k, v in schema.items() if k not in words}
+        if said.get("pattern") == NO_NUL:
+            del said["pattern"]
+        if said.get("patternProperties") == VALUES["patternProperties"]:
+            del said["patternProperties"]
+            said["additionalProperties"] = True
+        return {k: _shape(v) for k, v in said.items()}
     if isinstance(schema, list):
         return [_shape(v) for v in schema]
     return schema

@@ -1,5 +1,6 @@
-"""Every list the API answers is one envelope, `{items, next_cursor}`, paged by `limit` and an
-opaque `cursor`; a cursor given out for one list is refused by another, naming the field."""
+"""Every list the API answers is one envelope, `{items, next_cursor}`, paged by `limit` and a
+`cursor` to pass back; any cursor of the documented form reads a page, any other is refused
+naming the field."""
 
 from __future__ import annotations
 
@@ -65,11 +66,25 @@ def test_tokens_and_a_definitions_versions_page_too(api: Api) -> None:
     assert every_page(api, f"{DEFS}/fair/versions", 1)[0][0]["version"] == 1
 
 
-def test_a_cursor_from_another_list_or_made_up_is_refused_naming_it(api: Api) -> None:
+def test_a_cursor_of_the_documented_form_reads_a_page_any_other_is_refused_naming_it(
+    api: Api,
+) -> None:
     for name in ("a", "b"):
         assert api.post(DEFS, "operator", json={"name": name, "spec": shard_run(1)}).is_success
-    cursor = listed(api, DEFS, limit=1)["next_cursor"]
-    for path, bad in (("/admin/tokens", cursor), (DEFS, "bm9wZXwx"), (DEFS, "a+b"), (DEFS, "")):
+    assert listed(api, DEFS, cursor="1")["items"][0]["name"] == "b"
+    assert listed(api, DEFS, cursor="99999") == {"items": [], "next_cursor": None}
+    run = api.start(shard_run(1, advance="manual"))
+    assert listed(api, f"/admin/events/runs/{run}/log", cursor="9" * 19)["items"]
+    made_up = "1764000000.5_00000000-0000-0000-0000-000000000000"
+    assert listed(api, "/admin/events/runs", cursor=made_up)["items"] == []
+    for path, bad in (
+        (DEFS, "0"),
+        (DEFS, "a+b"),
+        (DEFS, ""),
+        ("/admin/tokens", "100000"),
+        (f"/admin/events/runs/{run}/log", "9" * 20),
+        ("/admin/events/runs", "1e999_x"),
+    ):
         answer = api.get(path, "admin", params={"cursor": bad})
         assert answer.status_code == 422, (path, bad, answer.text)
         assert answer.json()["detail"][0]["loc"] == ["query", "cursor"], answer.text

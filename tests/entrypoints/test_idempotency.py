@@ -158,8 +158,8 @@ def test_a_refused_start_keeps_no_key_so_the_corrected_request_may_use_it(
     api: Api, world: SandboxWorld
 ) -> None:
     head = written(api.rl)
-    refused = post(api, RUNS, "fix-me", json=creatures(count=0))
-    assert refused.status_code == 422, refused.text
+    refused = post(api, RUNS, "fix-me", json=creatures(count=0))  # the module's params refuse
+    assert refused.status_code == 409, refused.text
     assert written(api.rl) == head, "a refusal writes nothing, not even its key"
     started = post(api, RUNS, "fix-me", json=creatures())
     assert started.status_code == 201, started.text

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Response
@@ -12,15 +13,26 @@ from runledger.application.api.once import Once
 from runledger.application.api.paging import Cursor, Limit, window
 from runledger.application.api.responses import ACTING, AUTHENTICATED
 from runledger.application.deps import DefinitionsDep, OccurrencesDep
+from runledger.application.errors import BadRequest, Conflict
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
 from runledger.application.reading.schemas.common import Problem
 from runledger.domain.occurrence import OccurrenceState
+from runledger.domain.spec import NAME
 
+T = TypeVar("T")
 UNKNOWN: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "no such definition, version or occurrence"},
 }
-Name = Annotated[str, Path(min_length=1, max_length=64, description="the definition's name")]
+Name = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=64,
+        description="the definition's name",
+        json_schema_extra={"pattern": NAME},
+    ),
+]
 
 router = APIRouter(
     prefix="/admin/definitions", tags=["definitions"], responses=AUTHENTICATED | UNKNOWN | ACTING
@@ -32,7 +44,7 @@ def list_definitions(
     definitions: DefinitionsDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
 ) -> schema.DefinitionPage:
     """Every definition by name: its draft, last dry run, latest version."""
-    at = window("definitions", limit, cursor)
+    at = window(limit, cursor)
     return at.page(definitions.listing(at.reach), answer.summary, schema.DefinitionPage)
 
 
@@ -90,7 +102,7 @@ def list_versions(
     definitions: DefinitionsDep, _: Viewer, name: Name, limit: Limit = 200, cursor: Cursor = None
 ) -> schema.VersionPage:
     """The definition's published versions, oldest first."""
-    at = window("versions", limit, cursor)
+    at = window(limit, cursor)
     found = definitions.get(name).versions
     return at.page(found, answer.version_summary, schema.VersionPage)
 
@@ -116,7 +128,7 @@ def list_definition_occurrences(
     cursor: Cursor = None,
 ) -> schema.OccurrencePage:
     """This definition's occurrences in due order."""
-    at = window("occurrences", limit, cursor)
+    at = window(limit, cursor)
     found = occurrences.listing(name, state, at.reach)
     return at.page(found, answer.occurrence, schema.OccurrencePage)
 
@@ -128,7 +140,18 @@ def schedule_occurrence(
     """Schedule the definition at a time, pinned to its latest version; `Location` is the
     occurrence's."""
     return once(
-        lambda: occurrences.schedule(name, body.at, by=actor.name),
+        lambda: _clock_refusing(lambda: occurrences.schedule(name, body.at, by=actor.name)),
         lambda scheduled: answer.occurrence(occurrences.row(scheduled.id)),
         located=lambda made: f"/admin/occurrences/{made.occurrence_id}",
     )
+
+
+def _clock_refusing(act: Callable[[], T]) -> T:
+    """A time the clock refuses (past, or over ten years ahead) is the state of things refusing
+    a well-formed request, 409: no schema can say "after now"."""
+    try:
+        return act()
+    except BadRequest as error:
+        if isinstance(error, Conflict) or not str(error).startswith("at: "):
+            raise
+        raise Conflict(str(error)) from None

@@ -28,7 +28,7 @@ def list_modules(
     answers: FleetAnswersDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
 ) -> fleet.ModulePage:
     """The modules this process loaded: status, the reason when one failed, actions, leases."""
-    return window("modules", limit, cursor).page(answers.modules(), _same, fleet.ModulePage)
+    return window(limit, cursor).page(answers.modules(), _same, fleet.ModulePage)
 
 
 @router.post("/modules/{name}/reconcile", response_model=fleet.Reconciled)
@@ -49,7 +49,7 @@ def list_runners(
     answers: FleetAnswersDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
 ) -> fleet.RunnerPage:
     """Runners newest first, from their records: live, gone or stopped."""
-    at = window("runners", limit, cursor)
+    at = window(limit, cursor)
     return at.page(answers.runners(at.reach), _same, fleet.RunnerPage)
 
 
@@ -58,7 +58,7 @@ def list_projections(
     answers: FleetAnswersDep, _: Viewer, limit: Limit = 200, cursor: Cursor = None
 ) -> fleet.ProjectionPage:
     """Each view by name: its position, how far behind the store it is, where it is stuck."""
-    at = window("projections", limit, cursor)
+    at = window(limit, cursor)
     return at.page(answers.projections(), _same, fleet.ProjectionPage)
 
 
@@ -73,7 +73,7 @@ def list_tokens(
     issuer: TokensDep, _: Admin, limit: Limit = 200, cursor: Cursor = None
 ) -> tokens.TokenPage:
     """Every token issued, live or revoked; never a secret."""
-    at = window("tokens", limit, cursor)
+    at = window(limit, cursor)
     return at.page(issuer.listing(), tokens.Token.model_validate, tokens.TokenPage)
 
 

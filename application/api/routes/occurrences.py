@@ -16,6 +16,7 @@ from runledger.application.deps import OccurrencesDep
 from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as schema
 from runledger.domain.occurrence import OccurrenceState
+from runledger.domain.spec import NAME
 
 router = APIRouter(
     prefix="/admin/occurrences", tags=["definitions"], responses=AUTHENTICATED | UNKNOWN | ACTING
@@ -26,13 +27,15 @@ router = APIRouter(
 def list_occurrences(
     occurrences: OccurrencesDep,
     _: Viewer,
-    definition: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    definition: Annotated[
+        str | None, Query(min_length=1, max_length=64, json_schema_extra={"pattern": NAME})
+    ] = None,
     state: OccurrenceState | None = None,
     limit: Limit = 200,
     cursor: Cursor = None,
 ) -> schema.OccurrencePage:
     """Occurrences in due order, of one definition or all."""
-    at = window("occurrences", limit, cursor)
+    at = window(limit, cursor)
     found = occurrences.listing(definition, state, at.reach)
     return at.page(found, answer.occurrence, schema.OccurrencePage)
 

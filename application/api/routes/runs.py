@@ -10,11 +10,11 @@ from pydantic import AwareDatetime
 
 from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
-from runledger.application.api.paging import Cursor, log_before, log_cursor
+from runledger.application.api.paging import ABOUT, LogCursor, log_before, log_cursor
 from runledger.application.api.responses import ABOUT_ONE, ACTING, AUTHENTICATED
 from runledger.application.deps import AnswersDep, CleanupDep, HistoryDep, LedgerDep, RunsDep
 from runledger.application.reading import shapes
-from runledger.application.reading.answers import MAX_PAGE
+from runledger.application.reading.answers import MAX_PAGE, RUN_CURSOR
 from runledger.application.reading.schemas import history, runs
 from runledger.application.reading.schemas.common import StoredText
 from runledger.application.reading.schemas.specs import Spec
@@ -38,7 +38,7 @@ def list_runs(
     ] = None,
     name: Annotated[StoredText | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    cursor: Cursor = None,
+    cursor: Annotated[str | None, Query(pattern=RUN_CURSOR, description=ABOUT)] = None,
 ) -> runs.RunPage:
     """Runs newest first; pass `next_cursor` back as `cursor` for the next page."""
     return answers.run_page(RunFilter(status, cleanup_status, name), limit, cursor)
@@ -53,7 +53,8 @@ def start_run(
     spec: Annotated[Spec, Body(description="the run's spec, as `runledger start` reads it")],
 ) -> runs.RunDetail | Response:
     """Start a run, checked first as a definition's dry run checks it (params, phases, lease
-    targets held now): a refusal names the field and writes nothing. Under an Idempotency-Key
+    targets held now): a refusal names the field and writes nothing, 422 for what the document
+    says, 409 for what this server's modules or the world refuse. Under an Idempotency-Key
     the run's id comes from the key, so a repeat answers the same run. `Location` is the
     run's."""
     return once(
@@ -74,7 +75,7 @@ def get_log(
     _: Viewer,
     run_id: UUID,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE * 10)] = 200,
-    cursor: Cursor = None,
+    cursor: LogCursor = None,
 ) -> runs.LogLines:
     """The run's last lines, in store order; `next_cursor` pages back to the lines before."""
     found = answers.log_page(run_id, limit, log_before(cursor))

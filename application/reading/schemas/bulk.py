@@ -1,13 +1,23 @@
 from __future__ import annotations
 
+from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, BeforeValidator, Field
 
 from runledger.application.reading.schemas.common import Answer, Ask, StoredText
 from runledger.application.reading.schemas.runs import CleanupSummary, Held
 from runledger.application.words import CLEANUP_STATUS_MEANS, STATE, described
 from runledger.domain.status import CleanupStatus
+
+
+def _not_a_number(value: Any) -> Any:
+    if isinstance(value, int | float):  # lax pydantic would read 0 as 1970
+        raise ValueError("must be a time with its zone, like 2026-12-02T12:00:00Z")
+    return value
+
+
+Time = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
 
 
 class Selector(Ask):
@@ -17,8 +27,8 @@ class Selector(Ask):
     action: StoredText | None = Field(None, max_length=400)
     run_status: str | None = Field(None, pattern="^(completed|cancelled|aborted)$")
     cleanup_status: CleanupStatus | None = Field(None, description=CLEANUP_STATUS_MEANS)
-    ended_after: AwareDatetime | None = None
-    ended_before: AwareDatetime | None = None
+    ended_after: Time | None = None
+    ended_before: Time | None = None
 
 
 class PlannedEntry(Answer):

@@ -17,8 +17,14 @@ def _storable(value: str) -> str:
     return value
 
 
-StoredText = Annotated[str, AfterValidator(_storable)]
-"""Text a store can hold and compare: no NUL, no lone surrogates, bounded."""
+NO_NUL = r"^[^\x00]*$"
+SAID = r"^\s*[^\s\x00][^\x00]*$"
+
+StoredText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": NO_NUL})]
+"""Text a store can hold and compare: no NUL, no lone surrogates, bounded. The document says
+the NUL; the check itself is the store's (domain/values.py), with its own words."""
+SaidText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": SAID})]
+"""StoredText that says something: not only spaces (a name, a reason)."""
 
 
 class Answer(BaseModel):

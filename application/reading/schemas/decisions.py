@@ -7,19 +7,19 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.reading.schemas.common import Answer, Ask, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, SaidText
 from runledger.application.reading.schemas.runs import Held
 from runledger.domain.status import CleanupStatus
 
 
 class Keep(Ask):
-    reason: StoredText = Field(
+    reason: SaidText = Field(
         min_length=1, max_length=10_000, description="why it is accepted as it is; recorded"
     )
 
 
 class Retry(Ask):
-    reason: StoredText | None = Field(
+    reason: SaidText | None = Field(
         None, min_length=1, max_length=10_000, description="why it is asked again; logged"
     )
 

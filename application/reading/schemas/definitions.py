@@ -8,9 +8,10 @@ from uuid import UUID
 
 from pydantic import AliasChoices, AwareDatetime, ConfigDict, Field
 
-from runledger.application.reading.schemas.common import Answer, Ask, Page, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, Page
 from runledger.application.reading.schemas.specs import Spec
 from runledger.domain.occurrence import OccurrenceState
+from runledger.domain.spec import NAME
 
 SPEC = "a run's spec, as `runledger start` reads it"
 
@@ -23,9 +24,10 @@ class Stamp(Answer):
 
 
 class NewDefinition(Ask):
-    name: StoredText = Field(
+    name: str = Field(
         min_length=1,
         max_length=64,
+        json_schema_extra={"pattern": NAME},
         description="unique; a letter or digit, then letters, digits, '_', '.' or '-'",
     )
     spec: Spec = Field(description=SPEC)

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.reading.schemas.common import Answer, Ask, Page, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, Page, SaidText
 from runledger.application.words import CLEANUP_STATUS_MEANS, RUN, STATE, described
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupStatus
@@ -161,7 +161,7 @@ class Cancel(Ask):
 
 
 class Abort(Ask):
-    reason: StoredText = Field(min_length=1, max_length=10_000)
+    reason: SaidText = Field(min_length=1, max_length=10_000)
 
 
 class Started(Answer):

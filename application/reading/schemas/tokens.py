@@ -5,7 +5,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from runledger.application.reading.schemas.common import Answer, Ask, Page, StoredText
+from runledger.application.reading.schemas.common import Answer, Ask, Page, SaidText
 from runledger.domain.token import Role
 
 
@@ -23,7 +23,7 @@ class TokenPage(Page[Token]):
 
 
 class NewToken(Ask):
-    name: StoredText = Field(min_length=1, max_length=200, description="the person it speaks for")
+    name: SaidText = Field(min_length=1, max_length=200, description="the person it speaks for")
     role: Role
 
 
