@@ -25,8 +25,6 @@ from runledger.application.errors import BadRequest
 app = typer.Typer(
     help="The servers `runledger login` saved: each a context with its token; one is current."
 )
-TOKEN = re.compile(r"[\x21-\x7e]{1,1000}")
-"""What a bearer token can be: printable ASCII, as an HTTP header carries it."""
 
 
 def login(
@@ -72,9 +70,7 @@ def _token() -> str:
     token = given.strip()
     if not token:
         raise Usage("login needs a token: runledger token create NAME --role R issues one")
-    if not TOKEN.fullmatch(token):
-        raise BadRequest("the token given is not one runledger issues (printable ASCII)")
-    return token
+    return saved.checked_token(token, "the token given")
 
 
 @app.command("list")

@@ -15,7 +15,7 @@ import typer
 
 from runledger.application.cli.app import app
 from runledger.application.cli.demo_specs import FESTIVAL, PARADE
-from tests.support.forked_cli import ForkedCli
+from tests.support.forked_cli import NO_CONFIG, ForkedCli
 
 RUNLEDGER = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
 
@@ -24,6 +24,7 @@ def run_cli(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
+    environ["XDG_CONFIG_HOME"] = NO_CONFIG  # no context a login on this machine saved
     environ.update(env or {})
     environ["COLUMNS"] = "200"
     return subprocess.run(

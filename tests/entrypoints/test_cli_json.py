@@ -35,6 +35,10 @@ from runledger.application.settings import ENV_NAMES, Settings
 from tests.entrypoints.test_cli import RUNLEDGER
 from tests.support.remote_cli import Served, without_by
 
+THROUGH_A_SERVER = "through a server on SQLite only (test_cli_remote.py serves PostgreSQL too)"
+"""Each test runs through a server on one store, which is what that door changes; twice more
+would cost the suite a minute of its eight for no case the server's own tests leave out."""
+
 NO_JSON = {"demo", "runner", "serve"}
 """Exempt: a story told in words, and two long-lived processes whose output is their log."""
 
@@ -80,6 +84,8 @@ def cli_fixture(
 ) -> Iterator[Cli]:
     """Run a command in-process on the test's store and sandbox world (directly, or through a
     server over them): its exit code and output."""
+    if request.param == "remote" and not store_url.startswith("sqlite"):
+        pytest.skip(THROUGH_A_SERVER)
     for name in [n for n in os.environ if n.startswith("RUNLEDGER_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no one's saved context

@@ -12,7 +12,9 @@ import json
 import os
 import stat
 import subprocess
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from uuid import UUID
 
@@ -107,6 +109,14 @@ def test_a_viewer_s_act_a_server_away_and_a_wrong_token_are_one_sentence_and_exi
     one_sentence(forked.run("runs", cwd=tmp_path, env=wrong), exits.FAILED, "refused the token")
     alone = env | {"RUNLEDGER_SERVER": address}
     one_sentence(forked.run("runs", cwd=tmp_path, env=alone), exits.FAILED, "go together")
+    for url, said in (
+        ("http://[::", "is not a server's address"),
+        ("http://a\x01b", "is not a server's address"),
+        ("file:///etc/passwd", "is not a server's address"),
+        (address, "RUNLEDGER_TOKEN: not a token runledger issues"),
+    ):
+        hostile = through(env, url, "caf\u00e9 \x1b[2J" if url == address else "x")
+        one_sentence(forked.run("runs", cwd=tmp_path, env=hostile), exits.FAILED, said)
     assert forked.run("runs", cwd=tmp_path, env=env).returncode == 0  # the store: still there
 
 
@@ -158,3 +168,54 @@ def test_login_keeps_contexts_in_a_file_only_its_owner_reads_and_use_switches_th
         1
     ] == {"name": "ops", "server": address, "current": True}  # a refused login saves nothing
     assert os.stat(saved).st_mode & 0o077 == 0
+
+
+class Answering(BaseHTTPRequestHandler):
+    """A server that is not runledger's, or one in trouble: every request gets ``said``."""
+
+    said: tuple[int, dict[str, str], bytes] = (200, {}, b"")
+
+    def do_GET(self) -> None:
+        status, headers, body = self.said
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def odd_server() -> Iterator[tuple[str, type[Answering]]]:
+    handler = type("Handler", (Answering,), {})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_whatever_a_server_answers_the_cli_says_one_sentence(
+    forked: ForkedCli, odd_server: tuple[str, type[Answering]], tmp_path: Path
+) -> None:
+    url, handler = odd_server
+    problem = {"Content-Type": "application/problem+json"}
+    for said, words in (
+        ((500, {"Content-Type": "text/html"}, b"<h1>oops</h1>"), "answered 500"),
+        ((503, problem, b'{"detail": "the store is away"}'), "503: the store is away"),
+        ((429, {"Retry-After": "7"}, b'{"detail": "slow down"}'), "asks to wait 7 s: slow down"),
+        ((200, {}, b"<html>not json</html>"), "did not answer as runledger's API does"),
+        ((200, {}, b"[1, 2]"), "is not what this runledger"),
+        ((200, {}, b'{"items": [{"run_id": 5}], "next_cursor": null}'), "is not what"),
+        ((404, {}, json.dumps({"detail": "\x1b[2J" + "x" * 5_000}).encode()), "\\x1b[2J"),
+    ):
+        handler.said = said
+        done = forked.run("runs", cwd=tmp_path, env=through({}, url, "rl_token"))
+        one_sentence(done, exits.FAILED, words)
+        assert "\x1b" not in done.stdout and len(done.stdout) < 2_100

@@ -19,6 +19,7 @@ from runledger.application.cli.keyed import terminal_person
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.entrypoints.test_cli import RUNLEDGER
+from tests.entrypoints.test_cli_json import THROUGH_A_SERVER
 from tests.support.forked_cli import ForkedCli
 from tests.support.remote_cli import Served
 
@@ -37,7 +38,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
 
 
 @pytest.fixture(params=["direct", "remote"])
-def cli(request: pytest.FixtureRequest, server: ForkedCli) -> Iterator[Cli]:
+def cli(request: pytest.FixtureRequest, server: ForkedCli, store_url: str) -> Iterator[Cli]:
+    if request.param == "remote" and not store_url.startswith("sqlite"):
+        pytest.skip(THROUGH_A_SERVER)
     served: dict[str, Served] = {}
 
     def through(folder: Path, url: str) -> dict[str, str]:

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parents[2]
+NO_CONFIG = "/nonexistent/runledger-tests"
+"""A config folder that does not exist: the CLI finds no saved context and opens the store."""
 
 
 def _serve() -> None:
@@ -112,9 +114,10 @@ class ForkedCli:
 
     @staticmethod
     def environment(env: dict[str, str] | None) -> dict[str, str]:
-        """The environment run_cli gives its processes."""
+        """The environment run_cli gives its processes: no RUNLEDGER_ variable, and no context
+        a `runledger login` on this machine saved (a test that wants one names its folder)."""
         given = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
-        return given | (env or {}) | {"COLUMNS": "200"}
+        return given | {"XDG_CONFIG_HOME": NO_CONFIG} | (env or {}) | {"COLUMNS": "200"}
 
     def run(
         self, *args: str, cwd: Path, env: dict[str, str] | None = None

@@ -11,11 +11,15 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from runledger.application.display import safe_repr
 from runledger.application.errors import BadRequest, ConfigError
 
 SERVER_ENV = "RUNLEDGER_SERVER"
 TOKEN_ENV = "RUNLEDGER_TOKEN"
+TOKEN = re.compile(r"[\x21-\x7e]{1,1000}")
+"""What a bearer token can be: printable ASCII, as an HTTP header carries it."""
 NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 """A context's name: what `context use` takes, and a TOML key with nothing to escape."""
 
@@ -40,18 +44,38 @@ def server() -> Server | None:
     if url or token:
         if not (url and token):
             raise ConfigError(f"{SERVER_ENV} and {TOKEN_ENV} go together; only one is set")
-        return Server(checked_url(url), token)
+        return Server(checked_url(url), checked_token(token, TOKEN_ENV))
     chosen = current()
     found = contexts().get(chosen) if chosen is not None else None
     if found is None:
         return None
-    return Server(str(found.get("server", "")), str(found.get("token", "")), chosen)
+    where = f"context {chosen} ({config_file()})"
+    url, token = str(found.get("server", "")), str(found.get("token", ""))
+    return Server(checked_url(url), checked_token(token, where), chosen)
 
 
 def checked_url(url: str) -> str:
-    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url) or len(url) > 2_000:
+    shaped = re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url) and url.isprintable()
+    if not shaped or not url.isascii() or len(url) > 2_000 or not _parsed(url):
         raise BadRequest(f"{safe_repr(url[:200])} is not a server's address (http://host:port)")
+    if "@" in url.split("/")[2]:
+        raise BadRequest("a server's address carries no user or password: the token is the key")
     return url.rstrip("/")
+
+
+def _parsed(url: str) -> bool:
+    """Whether the HTTP client reads the address (a port of digits, a host it can encode)."""
+    try:
+        httpx.URL(url)
+    except (httpx.InvalidURL, ValueError):
+        return False
+    return True
+
+
+def checked_token(token: str, source: str) -> str:
+    if not TOKEN.fullmatch(token):
+        raise ConfigError(f"{source}: not a token runledger issues (printable ASCII, no spaces)")
+    return token
 
 
 def checked_name(name: str) -> str:

@@ -54,13 +54,13 @@ class Http:
             headers["Idempotency-Key"] = key
         try:
             answer = self.client.request(method, path, headers=headers, **asked)
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise ServerTrouble(f"cannot reach the server at {self.url}: {_why(error)}") from None
         if answer.status_code >= 400:
             raise self._refusal(answer)
         try:
             return answer.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ServerTrouble(self._not_api(answer)) from None
 
     def read(self, model: type[M], method: str, path: str, **asked: Any) -> M:
@@ -106,6 +106,10 @@ class Http:
                 f"the server at {self.url} refused the token ({said}); "
                 f"runledger login {self.url} takes another"
             )
+        if status == 429:
+            after = answer.headers.get("Retry-After")
+            wait = f"{safe_text(after, 20)} s" if after else "a while"
+            return ServerTrouble(f"the server at {self.url} asks to wait {wait}: {said}")
         if status == 403:
             return ServerTrouble(f"the server at {self.url} refused: {said}")
         return ServerTrouble(f"the server at {self.url} answered {status}: {said}")
@@ -117,7 +121,7 @@ class Http:
         return f"{self.url}{path} did not answer as runledger's API does"
 
 
-def _why(error: httpx.HTTPError) -> str:
+def _why(error: httpx.HTTPError | httpx.InvalidURL) -> str:
     if isinstance(error, httpx.TimeoutException):
         return "no answer in time"
     cause = error.__cause__ or error.__context__

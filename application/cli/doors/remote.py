@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from runledger.application.cli.doors.contexts import Server
-from runledger.application.cli.doors.http import Http, dumped
+from runledger.application.cli.doors.http import Http, ServerTrouble, dumped
 from runledger.application.cli.doors.remote_more import RemoteFleet
 from runledger.application.cli.errors import Usage
 from runledger.application.display import safe_repr
@@ -53,14 +53,13 @@ class Remote(RemoteFleet):
     def log_page(self, run_id: UUID, limit: int, since: datetime | None) -> runs.LogPage:
         """The run's last lines (those since ``since``), in the page the CLI prints: the API's
         newer envelope (``items``) and its older page (``lines``) alike."""
-        limit = min(limit, MOST_LOG_LINES)
-        found = self.http.send("GET", f"{RUNS}/{run_id}/log", params={"limit": limit})
-        listed = found.get("items", found.get("lines", [])) if isinstance(found, dict) else []
-        page = self.http.model(
-            runs.LogPage,
-            {"run_id": run_id, "lines": listed, "total": found.get("total", 0), "earlier": None},
-            f"{RUNS}/{run_id}/log",
-        )
+        limit, path = min(limit, MOST_LOG_LINES), f"{RUNS}/{run_id}/log"
+        found = self.http.send("GET", path, params={"limit": limit})
+        if not isinstance(found, dict):
+            raise ServerTrouble(f"{self.http.url}{path} did not answer as runledger's API does")
+        listed = found.get("items", found.get("lines"))
+        asked = {"run_id": run_id, "lines": listed, "total": found.get("total"), "earlier": None}
+        page = self.http.model(runs.LogPage, asked, path)
         lines = [line for line in page.lines if since is None or line.at >= since]
         earlier = lines[0].position if lines and page.total > len(lines) else None
         return runs.LogPage(run_id=run_id, lines=lines, total=page.total, earlier=earlier)
