@@ -156,6 +156,7 @@ def test_a_drivers_error_under_a_read_is_a_503_in_one_sentence_not_a_500(
     def fails() -> int:
         raise error
 
+    csrf = console.form_token("/runs")
     monkeypatch.setattr(rl.projector, "catch_up", fails)
     answer = api.get("/admin/events/runs", "viewer")
     assert answer.status_code == 503 and answer.headers["Retry-After"].isdigit(), answer.text
@@ -163,3 +164,8 @@ def test_a_drivers_error_under_a_read_is_a_503_in_one_sentence_not_a_500(
     page = console.get("/runs")
     assert page.status_code == 503 and page.headers["Retry-After"].isdigit(), page.text
     assert "cannot be reached" in page.text and "Traceback" not in page.text
+    assert page.headers["Refresh"] == page.headers["Retry-After"]
+    token = api.secrets["viewer"]
+    posted = console.post("/signin", {"token": token, "csrf": csrf, "next": "/runs"})
+    assert posted.status_code == 503 and "cannot be reached" in posted.text, posted.text
+    assert "Refresh" not in posted.headers  # a form is not sent again by itself
