@@ -112,3 +112,9 @@ class Context(Answer):
     name: str
     server: str
     current: bool
+
+
+class Unset(Answer):
+    """`context unset`: no context is current."""
+
+    current: None

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import typer
 from rich.text import Text
 
-from runledger.application.cli.answers import Context, SignedIn, print_json
+from runledger.application.cli.answers import Context, SignedIn, Unset, print_json
 from runledger.application.cli.console import console
 from runledger.application.cli.doors import contexts as saved
 from runledger.application.cli.doors.remote import Remote
@@ -110,6 +110,17 @@ def use(
         print_json(Context(name=name, server=server, current=True))
     else:
         console.print(Text(f"context {name} is current: {safe_text(server)}"))
+
+
+@app.command("unset")
+def unset(as_json: AsJson = False) -> None:
+    """Make no context current: commands open the store directly again (an administrator's
+    door, RUNLEDGER_DATABASE_URL). The saved contexts stay, for `context use`."""
+    guarded(lambda: saved.save(guarded(saved.contexts), None))
+    if as_json:
+        print_json(Unset(current=None))
+    else:
+        console.print("no context is current: commands open the store directly")
 
 
 def _refuse(said: str) -> None:

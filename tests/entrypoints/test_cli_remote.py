@@ -168,6 +168,13 @@ def test_login_keeps_contexts_in_a_file_only_its_owner_reads_and_use_switches_th
         1
     ] == {"name": "ops", "server": address, "current": True}  # a refused login saves nothing
     assert os.stat(saved).st_mode & 0o077 == 0
+    assert forked.run("context", "unset", cwd=tmp_path, env=home).returncode == 0
+    direct = forked.run("cancel", str(run), cwd=tmp_path, env=home)  # the store: --by needed
+    one_sentence(direct, exits.USAGE, "--by NAME is needed")
+    assert [
+        c["current"]
+        for c in json.loads(forked.run("context", "list", "--json", cwd=tmp_path, env=home).stdout)
+    ] == [False, False]
 
 
 class Answering(BaseHTTPRequestHandler):
