@@ -65,10 +65,13 @@ def rebuild(
 
 def _positions(views: list[Projection]) -> Table:
     head = max((view.position + view.lag for view in views), default=0)
-    table = Table("projection", "position", "lag", "stuck at", "why", title=f"store head {head}")
+    table = Table(
+        "projection", "position", "lag", "stuck at", "event", "why", title=f"store head {head}"
+    )
     for view in views:
         at = "" if view.stuck_at is None else str(view.stuck_at)
-        cells = (view.name, str(view.position), str(view.lag), at, view.error or "")
+        event = view.stuck_event or ""
+        cells = (view.name, str(view.position), str(view.lag), at, event, view.error or "")
         table.add_row(*(Text(safe_text(cell)) for cell in cells))
     return table
 
@@ -78,7 +81,8 @@ def _stuck(stuck: list[Projection]) -> str:
     more = len(stuck) - 1
     others = f" (and {more} more: see the table above)" if more else ""
     return (
-        f"projection {first.name} cannot apply the event at position {first.stuck_at}: "
+        f"projection {first.name} cannot apply the event at position {first.stuck_at} "
+        f"({first.stuck_event}): "
         f"{first.error}; nothing after it is projected until that event is repaired{others}"
     )
 

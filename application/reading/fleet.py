@@ -10,6 +10,7 @@ from datetime import datetime
 from runledger.application.errors import ProjectionStuck
 from runledger.application.modules.loader import ModuleStatus
 from runledger.application.reading.schemas import fleet as schema
+from runledger.application.reading.shapes import projection
 from runledger.application.services.fleet import Fleet
 from runledger.projections.read_model import ReadModel
 
@@ -34,13 +35,5 @@ class FleetAnswers:
             self.projector.catch_up()
         stuck = {s.view: s for s in self.projector.trial()}
         head = self.projector.head()
-        return [
-            schema.Projection(
-                name=name,
-                position=position,
-                lag=max(head - position, 0),
-                stuck_at=stuck[name].position if name in stuck else None,
-                error=stuck[name].reason if name in stuck else None,
-            )
-            for name, position in sorted(self.projector.positions().items())
-        ]
+        positions = sorted(self.projector.positions().items())
+        return [projection(name, at, head, stuck.get(name)) for name, at in positions]

@@ -3,9 +3,10 @@ reads."""
 
 from __future__ import annotations
 
-from runledger.application.reading.schemas import bulk, history, runs
+from runledger.application.reading.schemas import bulk, fleet, history, runs
 from runledger.application.services.bulk import Plan
 from runledger.application.services.history import Replay, Stepping
+from runledger.projections.errors import Stuck
 from runledger.projections.pages import Where
 from runledger.projections.queries import EntryRow, LogLine, RunRow
 
@@ -43,6 +44,20 @@ def entry(row: EntryRow, kept: tuple[str, str | None] | None = None) -> runs.Ent
 
 def log_line(line: LogLine) -> runs.LogLine:
     return runs.LogLine(position=line.position, at=line.at, kind=line.kind, detail=line.detail)
+
+
+def projection(name: str, position: int, head: int, stuck: Stuck | None) -> fleet.Projection:
+    """One view's place behind the store's head, and the event it stopped at, if it did."""
+    return fleet.Projection(
+        name=name,
+        position=position,
+        lag=max(head - position, 0),
+        stuck_at=None if stuck is None else stuck.position,
+        stuck_event=None
+        if stuck is None
+        else f"{stuck.topic} {stuck.originator_id} v{stuck.version}",
+        error=None if stuck is None else stuck.reason,
+    )
 
 
 def replay(found: Replay) -> history.Replay:

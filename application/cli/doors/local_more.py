@@ -14,6 +14,7 @@ from runledger.application.reading import definitions as answer
 from runledger.application.reading.schemas import definitions as defs
 from runledger.application.reading.schemas import fleet
 from runledger.application.reading.schemas.tokens import IssuedToken, Token
+from runledger.application.reading.shapes import projection
 from runledger.domain.occurrence import OccurrenceState
 from runledger.projections.errors import Stuck
 
@@ -110,14 +111,7 @@ class LocalFleet(LocalDefinitions):
         positions = self.rl.projector.positions()
         stuck, note = self._trial(head, positions)
         views = [
-            fleet.Projection(
-                name=name,
-                position=position,
-                lag=max(head - position, 0),
-                stuck_at=stuck[name].position if name in stuck else None,
-                error=stuck[name].reason if name in stuck else None,
-            )
-            for name, position in sorted(positions.items())
+            projection(name, at, head, stuck.get(name)) for name, at in sorted(positions.items())
         ]
         return views, note
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
+from pydantic import Field
+
 from runledger.application.reading.schemas.common import Answer, Page
 
 
@@ -46,6 +48,9 @@ class Projection(Answer):
     position: int
     lag: int
     stuck_at: int | None
+    stuck_event: str | None = Field(
+        default=None, description="the event it cannot apply: topic, originator and version"
+    )
     error: str | None
 
 
