@@ -71,7 +71,11 @@ def serve(
 
         from runledger.application.asgi import create_app
 
-        config = uvicorn.Config(create_app(rl), log_config=None, access_log=False)
+        # Forwarded headers are trusted by RUNLEDGER_TRUSTED_PROXIES alone (application/forwarded.py):
+        # uvicorn's own handling would believe them from 127.0.0.1 before that setting is read.
+        config = uvicorn.Config(
+            create_app(rl), log_config=None, access_log=False, proxy_headers=False
+        )
         log.info("serving on %s (runner: %s)", address(host, port), "yes" if runner else "no")
         # uvicorn turns SIGTERM / SIGINT into a graceful stop, then puts back the handlers it
         # found and raises the signal again: with the defaults that kills the process before
