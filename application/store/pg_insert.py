@@ -6,10 +6,12 @@ save's size: most of a sweep's save, which the crash fix makes once per module c
 (scripts/MEASUREMENTS.md, "One prepared insert call a save"). ``rl_insert_events`` does the
 same work in one prepared call: it takes the same EXCLUSIVE table lock (so positions still
 commit in order, which every reader of the store relies on), inserts, and answers the
-positions. It sends no NOTIFY: nothing in runledger listens.
+positions. Like the library's own insert it NOTIFYs the table's channel (the recorder's
+``channel_name``, no payload): the library's ``PostgresSubscription``, the projector and a
+resting runner LISTEN there instead of polling the store's head.
 
-A store made by an earlier ``runledger init`` has no such function: its saves go the library's
-way until ``runledger init`` is run again.
+A store made by an earlier ``runledger init`` has no such function, or one that does not notify:
+its saves go the library's way (which notifies) until ``runledger init`` is run again.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def create_statement(recorder: Any) -> Composable:
         "BEGIN "
         "PERFORM set_config('lock_timeout', lock_timeout, true); "
         "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+        "NOTIFY {channel}; "
         "RETURN QUERY INSERT INTO {schema}.{table} AS t "
         "(originator_id, originator_version, topic, state) "
         "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
@@ -42,6 +45,7 @@ def create_statement(recorder: Any) -> Composable:
         function=Identifier(FUNCTION),
         event=Identifier(recorder.stored_event_type_name),
         table=Identifier(recorder.events_table_name),
+        channel=Identifier(recorder.channel_name),
     )
 
 
@@ -51,7 +55,7 @@ def use_function(recorder: Any) -> bool:
     with datastore.get_connection() as conn:
         found = conn.execute(
             "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = %s AND p.proname = %s",
+            "WHERE n.nspname = %s AND p.proname = %s AND p.prosrc LIKE '%%NOTIFY%%'",
             [datastore.schema, FUNCTION],
         ).fetchone()
     if found is None:

@@ -1,0 +1,58 @@
+"""Inserts NOTIFY the table's channel, as the library's own insert does: a library
+``PostgresSubscription`` over a runledger store hears of new events without polling."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from eventsourcing.persistence import Notification
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresSubscription
+
+from runledger.application.runledger import Runledger
+from runledger.domain.resource import Resource
+
+pytestmark = pytest.mark.postgres
+AT = datetime(2026, 12, 3, tzinfo=UTC)
+
+
+def entry(ref: str) -> Resource:
+    return Resource(
+        run_id=uuid.uuid4(),
+        step="spawn",
+        kind="creature",
+        ref=ref,
+        module="game",
+        action=None,
+        idempotency_key="k",
+        payload=None,
+        member_key=None,
+        until=None,
+        at=AT,
+    )
+
+
+def test_a_library_subscription_receives_the_events_saved_after_it_started(
+    pg_rl: Runledger,
+) -> None:
+    recorder = pg_rl.app.recorder
+    assert isinstance(recorder, PostgresApplicationRecorder)
+    head = recorder.max_notification_id() or 0
+    received: list[Notification] = []
+    with PostgresSubscription(recorder, gt=head) as subscription:
+        # Its first pull (of what was there) is done and it LISTENs: only a NOTIFY wakes it now.
+        time.sleep(1.0)
+        pg_rl.app.save(entry("one"))
+        pg_rl.app.save(entry("two"))
+        timer = threading.Timer(20.0, subscription.stop)
+        timer.start()
+        for notification in subscription:
+            received.append(notification)
+            if len(received) == 2:
+                break
+        timer.cancel()
+    assert [n.originator_version for n in received] == [1, 1]
+    assert vars(recorder)["insert_events"].__module__ == "runledger.application.store.pg_insert"
