@@ -55,6 +55,36 @@ LIBPQ = frozenset(
 
 ENV_NAMES = {
     "database_url": "RUNLEDGER_DATABASE_URL",
+    "max_revert_attempts": "RUNLEDGER_REVERT_MAX_ATTEMPTS",
+    "cleanup_run_batch": "RUNLEDGER_CLEANUP_RUN_BATCH",
+    "cleanup_groups_per_run": "RUNLEDGER_CLEANUP_GROUPS_PER_RUN",
+    "cleanup_budget_s": "RUNLEDGER_CLEANUP_BUDGET_S",
+    "cleanup_lanes": "RUNLEDGER_CLEANUP_LANES",
+    "wake_s": "RUNLEDGER_WAKE_S",
+    "advance_run_batch": "RUNLEDGER_RUN_BATCH",
+    "steps_per_run_tick": "RUNLEDGER_STEPS_PER_RUN_TICK",
+    "steps_per_tick": "RUNLEDGER_STEPS_PER_TICK",
+    "lease_max_s": "RUNLEDGER_LEASE_MAX_S",
+    "retry_delays_s": "RUNLEDGER_RETRY_DELAYS_S",
+    "retry_jitter": "RUNLEDGER_RETRY_JITTER",
+    "runner_gone_s": "RUNLEDGER_RUNNER_GONE_S",
+    "shutdown_grace_s": "RUNLEDGER_SHUTDOWN_GRACE_S",
+    "ready_lag": "RUNLEDGER_READY_LAG",
+    "modules_dir": "RUNLEDGER_MODULES_DIR",
+    "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
+    "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
+    "connect_timeout_s": "RUNLEDGER_CONNECT_TIMEOUT_S",
+    "store_timeout_s": "RUNLEDGER_STORE_TIMEOUT_S",
+    "session_hours": "RUNLEDGER_SESSION_HOURS",
+    "session_secret": "RUNLEDGER_SESSION_SECRET",
+    "failed_auth_per_minute": "RUNLEDGER_FAILED_AUTH_PER_MINUTE",
+    "trusted_proxies": "RUNLEDGER_TRUSTED_PROXIES",
+    "cookie_secure": "RUNLEDGER_COOKIE_SECURE",
+}
+# The names these settings had before every one was RUNLEDGER_*: still read, so an environment
+# written for an earlier runledger keeps its meaning. Both names set to different values is
+# refused (Settings.from_env): which one was meant cannot be known.
+ALIASES = {
     "max_revert_attempts": "EVENT_REVERT_MAX_ATTEMPTS",
     "cleanup_run_batch": "EVENT_CLEANUP_RUN_BATCH",
     "cleanup_groups_per_run": "EVENT_CLEANUP_GROUPS_PER_RUN",
@@ -69,20 +99,10 @@ ENV_NAMES = {
     "retry_jitter": "EVENT_RETRY_JITTER",
     "runner_gone_s": "EVENT_RUNNER_GONE_S",
     "shutdown_grace_s": "EVENT_SHUTDOWN_GRACE_S",
-    "ready_lag": "RUNLEDGER_READY_LAG",
-    "modules_dir": "RUNLEDGER_MODULES_DIR",
-    "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
-    "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
     "connect_timeout_s": "POSTGRES_CONNECT_TIMEOUT",
-    "store_timeout_s": "RUNLEDGER_STORE_TIMEOUT_S",
-    "session_hours": "RUNLEDGER_SESSION_HOURS",
-    "session_secret": "RUNLEDGER_SESSION_SECRET",
-    "failed_auth_per_minute": "RUNLEDGER_FAILED_AUTH_PER_MINUTE",
-    "trusted_proxies": "RUNLEDGER_TRUSTED_PROXIES",
-    "cookie_secure": "RUNLEDGER_COOKIE_SECURE",
 }
-# Core's own names: no module is given them, whatever its name or manifest says.
-CORE_SETTINGS = frozenset(name for name in ENV_NAMES.values() if name.startswith("RUNLEDGER_"))
+# Core's own names, old and new: no module is given them, whatever its name or manifest says.
+CORE_SETTINGS = frozenset(ENV_NAMES.values()) | frozenset(ALIASES.values())
 LEDGER_CREDENTIALS = frozenset({"RUNLEDGER_DATABASE_URL", "PERSISTENCE_MODULE"})
 LEDGER_PREFIXES = ("POSTGRES_", "SQLITE_")
 
@@ -186,9 +206,8 @@ class Settings(BaseModel, frozen=True):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         environ = os.environ if environ is None else environ
-        given: dict[str, object] = {
-            field: environ[name] for field, name in ENV_NAMES.items() if environ.get(name)
-        }
+        named = {field: _named(field, environ) for field in ENV_NAMES}
+        given: dict[str, object] = {f: environ[n] for f, n in named.items() if n is not None}
         given["module_settings"] = {k: v for k, v in environ.items() if k.startswith("RUNLEDGER_")}
         given["module_environ"] = {
             k: v
@@ -199,8 +218,23 @@ class Settings(BaseModel, frozen=True):
             return cls.model_validate(given)
         except ValidationError as error:
             first = error.errors()[0]
-            name = ENV_NAMES.get(str(first["loc"][0]), str(first["loc"][0]))
+            field = str(first["loc"][0])
+            name = named.get(field) or ENV_NAMES.get(field, field)
             raise ConfigError(f"{name} is invalid: it {plain_message(first)}") from None
+
+
+def _named(field: str, environ: Mapping[str, str]) -> str | None:
+    """The variable ``field`` is read from: its RUNLEDGER_ name, else its old name; None when
+    neither is set. Both set to different values is refused in one sentence."""
+    name, alias = ENV_NAMES[field], ALIASES.get(field)
+    if not alias or not environ.get(alias):
+        return name if environ.get(name) else None
+    if environ.get(name) and environ[name] != environ[alias]:
+        raise ConfigError(
+            f"{name} and {alias} are both set, to different values: {alias} is the old name "
+            f"of {name}; set only {name}"
+        )
+    return name if environ.get(name) else alias
 
 
 def settings_prefix(module: str) -> str:

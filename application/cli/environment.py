@@ -1,9 +1,9 @@
 """The environment variables `--help` lists: read off the settings' own definitions (their
-names and defaults), so a setting added there without a meaning here fails a test."""
+names, defaults and old names), so a setting added there without a meaning here fails a test."""
 
 from __future__ import annotations
 
-from runledger.application.settings import ENV_NAMES, Settings
+from runledger.application.settings import ALIASES, ENV_NAMES, Settings
 
 MEANINGS = {
     "database_url": "the store: sqlite:///path or postgresql://user@host:port/db?schema=name",
@@ -61,11 +61,13 @@ def _default(field: str) -> str:
 
 def listing() -> list[tuple[str, str]]:
     """(name with its default, what it means) for every variable the command reads."""
-    found = [
-        (f"{name} (default {_default(field)})", MEANINGS[field])
-        for field, name in ENV_NAMES.items()
-    ]
+    found = [(_named(field, name), MEANINGS[field]) for field, name in ENV_NAMES.items()]
     return [*found, *NOT_SETTINGS]
+
+
+def _named(field: str, name: str) -> str:
+    alias = ALIASES.get(field)
+    return f"{name} (default {_default(field)}{f'; old name {alias}' if alias else ''})"
 
 
 def epilog() -> str:

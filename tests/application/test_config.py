@@ -6,8 +6,17 @@ from pathlib import Path
 import pytest
 
 from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.cli.environment import listing
 from runledger.application.errors import ConfigError, NotInitialised, StoreUnavailable
-from runledger.application.settings import CORE_SETTINGS, Settings, store_config
+from runledger.application.settings import (
+    ALIASES,
+    CORE_SETTINGS,
+    ENV_NAMES,
+    Settings,
+    module_scope,
+    refused_setting,
+    store_config,
+)
 from tests.support.reading import EVERY_VIEW
 
 
@@ -217,3 +226,85 @@ def test_a_refused_url_never_shows_its_password() -> None:
     with pytest.raises(ConfigError) as raised:
         store_config("postgresql://alice@h/db?sslpassword=k3y&nosuch=1")
     assert "k3y" not in str(raised.value) and "***" in str(raised.value)
+
+
+# A valid value other than the default for every setting that has an old name, and what it reads as.
+SAMPLES: dict[str, tuple[str, object]] = {
+    "max_revert_attempts": ("5", 5),
+    "cleanup_run_batch": ("7", 7),
+    "cleanup_groups_per_run": ("9", 9),
+    "cleanup_budget_s": ("2.5", 2.5),
+    "cleanup_lanes": ("2", 2),
+    "wake_s": ("0.5", 0.5),
+    "advance_run_batch": ("11", 11),
+    "steps_per_run_tick": ("3", 3),
+    "steps_per_tick": ("13", 13),
+    "lease_max_s": ("600", 600),
+    "retry_delays_s": ("1,2", (1.0, 2.0)),
+    "retry_jitter": ("0.5", 0.5),
+    "runner_gone_s": ("30", 30),
+    "shutdown_grace_s": ("4", 4.0),
+    "connect_timeout_s": ("7", 7),
+}
+
+
+def test_every_setting_has_a_runledger_name_and_every_old_name_a_sample() -> None:
+    assert all(name.startswith("RUNLEDGER_") for name in ENV_NAMES.values())
+    assert set(ALIASES) == set(SAMPLES)
+    assert set(ALIASES) <= set(ENV_NAMES)
+
+
+@pytest.mark.parametrize("field", sorted(SAMPLES))
+@pytest.mark.parametrize("which", ["new", "old"])
+def test_a_setting_is_read_under_its_runledger_name_and_its_old_one(field: str, which: str) -> None:
+    text, value = SAMPLES[field]
+    name = ENV_NAMES[field] if which == "new" else ALIASES[field]
+    assert getattr(Settings.from_env({name: text}), field) == value
+    assert getattr(Settings.from_env({}), field) != value  # the sample is not the default
+
+
+@pytest.mark.parametrize("field", sorted(SAMPLES))
+def test_both_names_with_one_value_are_that_value(field: str) -> None:
+    text, value = SAMPLES[field]
+    given = {ENV_NAMES[field]: text, ALIASES[field]: text}
+    assert getattr(Settings.from_env(given), field) == value
+
+
+@pytest.mark.parametrize("field", sorted(SAMPLES))
+def test_both_names_with_different_values_are_refused_naming_both(field: str) -> None:
+    given = {ENV_NAMES[field]: SAMPLES[field][0], ALIASES[field]: "1"}
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(given)
+    message = str(raised.value)
+    assert ENV_NAMES[field] in message and ALIASES[field] in message
+    assert "set only" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("field", sorted(SAMPLES))
+def test_a_bad_value_names_the_variable_it_was_given_under(field: str) -> None:
+    for name in (ENV_NAMES[field], ALIASES[field]):
+        with pytest.raises(ConfigError, match=rf"^{name} is invalid"):
+            Settings.from_env({name: "-1e999x"})
+
+
+def test_an_empty_new_name_leaves_the_old_one_in_force() -> None:
+    settings = Settings.from_env({"RUNLEDGER_WAKE_S": "", "EVENT_WAKE_S": "0.5"})
+    assert settings.wake_s == 0.5
+
+
+def test_no_module_is_given_a_setting_under_either_name() -> None:
+    for field, alias in ALIASES.items():
+        assert refused_setting("cleanup", ENV_NAMES[field]) is not None
+        assert refused_setting("cleanup", alias) is not None
+    environ = {"EVENT_WAKE_S": "0.5", "RUNLEDGER_WAKE_S": "0.5", "OTHER": "x"}
+    settings = Settings.from_env(environ)
+    assert module_scope("wake", frozenset({"EVENT_WAKE_S", "OTHER"}), {}, environ) == {"OTHER": "x"}
+    assert "EVENT_WAKE_S" not in settings.module_environ
+
+
+def test_help_lists_each_setting_under_its_runledger_name_with_its_old_one() -> None:
+    shown = dict(listing())
+    for field, name in ENV_NAMES.items():
+        [line] = [line for line in shown if line.startswith(f"{name} ")]
+        alias = ALIASES.get(field)
+        assert (f"old name {alias}" in line) if alias else ("old name" not in line)
