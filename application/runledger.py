@@ -101,7 +101,7 @@ class Runledger:
             fleet=self.fleet,
             loaded=self.loaded,
             settings=self.settings,
-            wake=Wake(self.app.recorder),
+            wake=Wake(self.app.recorder, self.app.heard()),
             observe=self.telemetry.tick,
         )
 

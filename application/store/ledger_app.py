@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ from runledger.application.errors import (
 )
 from runledger.application.settings import StoreConfig
 from runledger.application.store import bounds, pg_insert, pooling, riding, saving, sqlite_file
+from runledger.application.store.notify import Listener
 from runledger.application.store.outage import Outage
 from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
@@ -50,7 +52,33 @@ class LedgerApp(Application[UUID]):
         self.config = config
         self.outage: Outage | None = None
         """What the PostgreSQL pool found of the store's reach (store/bounds.py)."""
+        self.on_close: list[Callable[[], object]] = []
+        """Told before the store closes: what holds a connection of its own (a listener, the
+        projector's role) lets it go first."""
+        self._listener: Listener | None = None
         super().__init__(env)
+
+    def listener(self) -> Listener | None:
+        """This process's one LISTEN on the store's inserts, started at the first ``ear``; None
+        on SQLite, where nothing notifies."""
+        if self._listener is None and self.config is not None and self.config.engine == "postgres":
+            channel = getattr(self.recorder, "channel_name", None)
+            if channel is not None:
+                config = self.config
+                self._listener = Listener(lambda: own_connection(config), channel)
+                self.on_close.append(self._listener.close)
+        return self._listener
+
+    def heard(self) -> threading.Event | None:
+        """Set at every insert from now on (PostgreSQL); None where nothing notifies."""
+        listener = self.listener()
+        return listener.ear() if listener is not None else None
+
+    def close(self) -> None:
+        for close in reversed(self.on_close):
+            close()
+        self.on_close.clear()
+        super().close()
 
     def construct_factory(self, env: Environment) -> InfrastructureFactory:
         """The library's factory, its PostgreSQL pool bounded before the recorder opens it."""
@@ -179,6 +207,12 @@ def _probe(config: StoreConfig) -> None:
     """Ask the server directly first: the pool would only say it waited, not why."""
     if config.engine == "postgres":
         _connect(config).close()
+
+
+def own_connection(config: StoreConfig) -> psycopg.Connection[Any]:
+    """A connection of its own, outside the pool, in autocommit: for what a process holds for
+    its whole life (a LISTEN, a session's advisory lock)."""
+    return _connect(config)
 
 
 def _connect(config: StoreConfig) -> psycopg.Connection[Any]:

@@ -5,12 +5,14 @@ A count of runs per tick queues behind a burst (the advance leg may end more run
 the cleanup leg takes), while a leg that sweeps until nothing is left could keep due steps
 waiting for as long as a burst takes. So the cleanup leg sweeps pass after pass until nothing is
 left or its time is spent, and a runner whose leg was cut short ticks again at once. Between
-ticks the runner looks every ``EVENT_WAKE_S`` for a run that ended elsewhere (the API, the CLI,
-another runner), and gives it back then rather than after the rest of the interval.
+ticks the runner looks every ``RUNLEDGER_WAKE_S`` for a run that ended elsewhere (the API, the
+CLI, another runner), and gives it back then rather than after the rest of the interval. On
+PostgreSQL a look is free until the store NOTIFYs an insert (``Wake``).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,19 +90,32 @@ def sweep_leg(
     return swept
 
 
+SAFETY_S = 2.0
+"""How often a runner that hears the store's inserts still asks it: a notification lost to a
+dropped connection delays a run's give-back by this much at most."""
+
+
 class Wake:
     """Whether a run has ended since the runner last looked: two reads by the store's position
-    (its head, then the run ends after the last head seen), nothing when nothing was written."""
+    (its head, then the run ends after the last head seen), nothing when nothing was written.
 
-    def __init__(self, recorder: Any) -> None:
+    With ``heard`` (PostgreSQL: set by the process's LISTEN at every insert) a look asks the
+    store only when something was inserted, or every ``SAFETY_S``; without it (SQLite, where
+    nothing notifies) every look asks the store's head."""
+
+    def __init__(self, recorder: Any, heard: threading.Event | None = None) -> None:
         self.recorder = recorder
+        self.heard = heard
         self.seen: int | None = None
+        self._asked = 0.0
 
     def mark(self) -> None:
         """Looked: what is in the store now is the leg's to find."""
         self.seen = self._head()
 
     def runs_ended(self) -> bool:
+        if not self._worth_asking():
+            return False
         head = self._head()
         seen, self.seen = self.seen, head
         if seen is None or head <= seen:
@@ -110,5 +125,13 @@ class Wake:
         )
         return bool(found)
 
+    def _worth_asking(self) -> bool:
+        if self.heard is None or self.heard.is_set():
+            if self.heard is not None:
+                self.heard.clear()  # before the read: an insert after it is heard next time
+            return True
+        return time.monotonic() - self._asked >= SAFETY_S
+
     def _head(self) -> int:
+        self._asked = time.monotonic()
         return int(self.recorder.max_notification_id() or 0)

@@ -1,0 +1,54 @@
+"""A resting runner on PostgreSQL hears the store's inserts (LISTEN, store/notify.py) instead of
+asking its head at every look: nothing inserted, nothing asked; a run ended elsewhere, heard."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from runledger.application.services.sweep.pacing import SAFETY_S, Wake
+from tests.conftest import Factory
+from tests.support.playing import complete, makes, play
+from tests.support.world import World
+
+pytestmark = pytest.mark.postgres
+
+
+def _until(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.01)
+
+
+def test_a_run_ended_elsewhere_is_heard_and_nothing_is_asked_before(
+    pg_url: str, make_runledger: Factory, world: World
+) -> None:
+    rl = make_runledger(database_url=pg_url)
+    run = play(rl, makes("spawn", "c1"))
+    heard = rl.app.heard()
+    assert heard is not None
+    listener = rl.app.listener()
+    assert listener is not None and listener.listening.wait(10)
+    wake = Wake(rl.app.recorder, heard)
+    heard.clear()
+    wake.mark()
+    asked = wake._asked
+    for _ in range(20):  # a second of looks at the default pace, none of them a question
+        assert not wake.runs_ended()
+    assert wake._asked == asked and time.monotonic() - asked < SAFETY_S
+    complete(make_runledger(database_url=pg_url), run)  # another process ends the run
+    assert heard.wait(10)
+    assert wake.runs_ended()
+
+
+def test_without_a_listener_every_look_asks_the_store(make_runledger: Factory) -> None:
+    rl = make_runledger()
+    wake = Wake(rl.app.recorder)
+    wake.mark()
+    asked = wake._asked
+    time.sleep(0.01)
+    assert not wake.runs_ended()
+    assert wake._asked > asked
