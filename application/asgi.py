@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 from runledger.application.api.app import routes
 from runledger.application.api.metrics import StoreCollector
 from runledger.application.api.request_log import RequestLog
+from runledger.application.fleet_metrics import FleetCollector, ModulesCollector
 from runledger.application.runledger import Runledger
 from runledger.application.web import console
 
@@ -19,8 +20,12 @@ def create_app(rl: Runledger) -> FastAPI:
     app.state.rl = rl
     registry: CollectorRegistry = rl.telemetry.registry
     registry.register(StoreCollector(rl))
+    registry.register(FleetCollector(rl))
+    registry.register(ModulesCollector(lambda: rl.modules))
     app.state.metrics = registry
     console.install(app, rl)
 
-    app.add_middleware(RequestLog, requests=rl.telemetry.requests)
+    app.add_middleware(
+        RequestLog, requests=rl.telemetry.requests, durations=rl.telemetry.request_seconds
+    )
     return app

@@ -12,7 +12,16 @@ import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+
+from runledger import __version__
 
 if TYPE_CHECKING:
     from runledger.application.services.running.runner import TickReport
@@ -20,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("runledger.telemetry")
 
 LEG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
 class Telemetry:
@@ -45,6 +55,13 @@ class Telemetry:
             ["route", "status"],
             registry=self.registry,
         )
+        self.request_seconds = Histogram(
+            "runledger_http_request_duration_seconds",
+            "How long HTTP requests took to answer, by route template (never the raw path).",
+            ["route"],
+            registry=self.registry,
+            buckets=REQUEST_BUCKETS,
+        )
         self.braked = Counter(
             "runledger_auth_braked",
             "Sign-ins (console) and bearer tokens (api) refused 429: too many failures from "
@@ -52,6 +69,7 @@ class Telemetry:
             ["door"],
             registry=self.registry,
         )
+        built(self.registry)
 
     def tick(self, report: TickReport, advance_s: float, cleanup_s: float) -> None:
         """Time the legs; a tick that did work says what in one line, an idle one says nothing."""
@@ -76,6 +94,20 @@ class Telemetry:
 
     def module_call(self, action: str, outcome: str, seconds: float) -> None:
         self.module_calls.labels(action=action[:120], outcome=outcome).observe(seconds)
+
+
+def built(registry: CollectorRegistry) -> None:
+    """Which runledger this process runs (runledger_build_info) and the process's own CPU,
+    memory and open files: every process that serves metrics, serve and runner alike."""
+    info = Gauge(
+        "runledger_build_info",
+        "The runledger version this process runs.",
+        ["version"],
+        registry=registry,
+    )
+    info.labels(version=__version__).set(1)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
 
 
 def say(event: str, **fields: Any) -> None:

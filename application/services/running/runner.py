@@ -4,6 +4,7 @@ import logging
 import math
 import threading
 import time
+from datetime import datetime
 from uuid import UUID
 
 from runledger.application.modules.deadline import ABANDONED
@@ -62,6 +63,8 @@ class Runner:
             fleet=fleet, worker=worker, loaded=loaded, troubles=self.troubles
         )
         self._reconciled = False
+        self.beat_at: datetime | None = None
+        """When this runner last beat, as its process saw it (its metrics port says so)."""
 
     @property
     def observe(self) -> Observer | None:
@@ -164,6 +167,7 @@ class Runner:
 
     def _beat(self) -> None:
         self.membership.beat()
+        self.beat_at = self.membership.fleet.clock()
 
     def _leave(self) -> None:
         self.membership.leave()
