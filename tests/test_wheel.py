@@ -44,6 +44,6 @@ def test_the_wheel_holds_every_module_template_and_asset_of_the_tree(tmp_path: P
     assert built.returncode == 0, built.stderr
     [wheel] = dist.glob("runledger-*.whl")
     held = set(zipfile.ZipFile(wheel).namelist())
-    wanted = tree_files((".py", ".html", ".css", ".js", ".svg", ".toml"))
+    wanted = tree_files((".py", ".html", ".css", ".js", ".svg", ".toml", ".yml"))
     assert wanted - held == set()
     assert {"runledger/__init__.py", "runledger/py.typed"} <= held
