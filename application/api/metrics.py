@@ -36,14 +36,4 @@ class StoreCollector(Collector):
         for name, position in sorted(rl.projector.positions().items()):
             lag.add_metric([name], max(head - position, 0))
         yield lag
-        beats = GaugeMetricFamily(
-            "runledger_runner_last_beat_seconds",
-            "Seconds since each runner's last heartbeat, by worker and state.",
-            labels=["worker", "state"],
-        )
-        for runner in rl.fleet.listing(now):
-            if runner.last_beat is not None and runner.state != "stopped":
-                beats.add_metric(
-                    [runner.worker[:120], runner.state], (now - runner.last_beat).total_seconds()
-                )
-        yield beats
+        # The runners are application/fleet_metrics.py's: keyed by id, their beats timestamps.
