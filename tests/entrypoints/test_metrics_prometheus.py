@@ -1,7 +1,7 @@
 """Once, end to end: Debian's Prometheus (/usr/bin/prometheus, its own config, data folder and
 spare port in tmp) scrapes a real `runledger serve` and evaluates the shipped rules, with every
 `for:` cut to seconds in its copy, until RunledgerRunNeedsAPerson fires for a run whose cleanup
-ended incomplete. Slow (about 15 s here); SQLite only, since the rules read serve's metrics the
+ended incomplete. Slow (about 20 s here); SQLite only, since the rules read serve's metrics the
 same way on either store."""
 
 from __future__ import annotations
