@@ -13,6 +13,7 @@ from runledger.projections.backend import Backend
 from runledger.projections.queries import LogLine
 from runledger.projections.schema import is_unresolved
 from runledger.projections.statements import _OPEN
+from runledger.projections.views.counts import COUNTS, TALLY
 
 # domain/status.py's cleanup_status, over the same counts; tests/application/test_rules_once.py
 # holds the two
@@ -28,6 +29,29 @@ _COUNTED = f"""SELECT u.run_id, u.status, u.name, u.started_at,
         (SELECT COUNT(*) FROM {{rl_resources}} r WHERE r.run_id = u.run_id
             AND {_OPEN}) AS open
     FROM {{rl_runs}} u"""
+
+
+# The counts view's exact classes, and its ``open`` runs that have ended judged now: pending
+# while an open entry has attempts left or a live claim (statements._OPEN), else incomplete.
+# Those are read from the tally's index of them and the open-entries index, so the cost follows
+# the runs cleanup is still busy with or that used their attempts, not the store.
+COUNTED_RUNS = f"""SELECT k.status, k.class, k.n FROM {{rl_counts}} k
+    WHERE k.what = 'runs' AND k.n <> 0 AND NOT (k.class = 'open' AND k.status <> 'running')
+    UNION ALL
+    SELECT t.status, CASE WHEN EXISTS (SELECT 1 FROM {{rl_resources}} r
+            WHERE r.run_id = t.run_id AND {_OPEN}) THEN 'pending' ELSE 'incomplete' END,
+        COUNT(*)
+    FROM {{rl_run_tally}} t WHERE t.openish > 0 AND t.status <> 'running'
+    GROUP BY 1, 2"""
+
+COUNTED_ENTRIES = "SELECT status, n FROM {rl_counts} WHERE what = 'entries' AND n <> 0"
+
+
+def _cleanup(status: str, klass: str) -> str:
+    """A run's cleanup status from its status and its class in the counts view."""
+    if klass == "none":
+        return "not_required"
+    return "pending" if status == "running" else klass
 
 
 UNDER_WAY = "under_way"
@@ -141,22 +165,46 @@ class Pages:
         lines = [LogLine.of(row) for row in reversed(rows[:limit])]
         return LogLines(lines, int(counted[0]["n"]), len(rows) > limit)
 
+    def _counted(self, statement: str) -> str:
+        """The counts' tables named as this store spells them: they are not views' tables
+        (projections/views/counts.py), which ``Backend.sql`` names."""
+        for table in (COUNTS, TALLY):
+            statement = statement.replace(f"{{{table}}}", self.backend.qualify(table))
+        return statement
+
     def run_counts(self, now: datetime, max_attempts: int) -> list[tuple[str, str, int]]:
-        """(run status, cleanup status, how many runs)."""
+        """(run status, cleanup status, how many runs), from the counts view
+        (projections/views/counts.py): its exact classes, and the runs whose open entries
+        make them pending or not by the clock and the setting, judged now. One statement, so
+        both parts are of one moment."""
+        rows = self._rows(self._counted(COUNTED_RUNS), [max_attempts, now.timestamp()])
+        found: dict[tuple[str, str], int] = {}
+        for r in rows:
+            key = (r["status"], _cleanup(r["status"], r["class"]))
+            found[key] = found.get(key, 0) + int(r["n"])
+        return [(status, cleanup, n) for (status, cleanup), n in sorted(found.items()) if n]
+
+    def run_counts_scanned(self, now: datetime, max_attempts: int) -> list[tuple[str, str, int]]:
+        """The same, counted from every run's entries: what the counts view must agree with."""
         rows = self._rows(
             f"""SELECT c.status, {CLEANUP_STATUS_SQL} AS cleanup, COUNT(*) AS n
                 FROM ({_COUNTED}) c GROUP BY c.status, {CLEANUP_STATUS_SQL}""",
             [max_attempts, now.timestamp()],
         )
-        return [(r["status"], r["cleanup"], int(r["n"])) for r in rows]
+        return sorted((r["status"], r["cleanup"], int(r["n"])) for r in rows)
 
     def unresolved_counts(self) -> list[tuple[str, int]]:
+        """(state, how many unresolved entries), from the counts view."""
+        rows = self._rows(self._counted(COUNTED_ENTRIES), [])
+        return sorted((r["status"], int(r["n"])) for r in rows)
+
+    def unresolved_counts_scanned(self) -> list[tuple[str, int]]:
         rows = self._rows(
             f"""SELECT status, COUNT(*) AS n FROM {{rl_resources}}
                 WHERE {is_unresolved("status")} GROUP BY status""",
             [],
         )
-        return [(r["status"], int(r["n"])) for r in rows]
+        return sorted((r["status"], int(r["n"])) for r in rows)
 
     def selected(self, where: Where, limit: int) -> list[Any]:
         """Up to ``limit`` unresolved entries (rows of rl_resources) of ended runs matching

@@ -48,6 +48,11 @@ TABLE_DDL: dict[str, list[str]] = {
             verified_at DOUBLE PRECISION)""",
         """CREATE INDEX IF NOT EXISTS {ix_rl_runs}_running ON {rl_runs} (started_at)
             WHERE status = 'running'""",
+        # The runs pages, newest first (read backwards), all of them or of one status: without
+        # them a page sorted every run held (scripts/MEASUREMENTS.md, "Reads at 100,000 runs").
+        "CREATE INDEX IF NOT EXISTS {ix_rl_runs}_started ON {rl_runs} (started_at, run_id)",
+        """CREATE INDEX IF NOT EXISTS {ix_rl_runs}_status ON {rl_runs}
+            (status, started_at, run_id)""",
     ],
     "rl_steps": [
         """CREATE TABLE IF NOT EXISTS {rl_steps} (
@@ -195,7 +200,9 @@ def missing_indexes(backend: Backend) -> list[str]:
         for statement in statements[1:]
         if (match := _INDEX_NAME.search(backend.sql(statement)))
     ]
-    return [f"index {name}" for name in wanted if name not in present]
+    from runledger.projections.views import counts  # it builds on this module
+
+    return [f"index {name}" for name in wanted if name not in present] + counts.missing(backend)
 
 
 def drop_retired_indexes(backend: Backend, cursor: Cursor) -> None:
@@ -211,8 +218,14 @@ def create_table(backend: Backend, cursor: Cursor, table: str, *, indexes: bool 
 
 
 def create_indexes(backend: Backend, cursor: Cursor, table: str) -> None:
+    """A table's indexes; the counts' triggers, and the counts again, for a table they count
+    (a rebuild's swap puts a new table in, which has none)."""
+    from runledger.projections.views import counts
+
     for statement in TABLE_DDL[table][1:]:
         cursor.execute(backend.sql(statement))
+    if table in counts.COUNTED:
+        counts.create(backend, cursor)
 
 
 def create_tables(backend: Backend, cursor: Cursor, view_names: list[str]) -> None:
@@ -226,3 +239,6 @@ def create_tables(backend: Backend, cursor: Cursor, view_names: list[str]) -> No
     )
     for name in view_names:
         cursor.execute(insert, [name])
+    from runledger.projections.views import counts
+
+    counts.create(backend, cursor)

@@ -1,6 +1,8 @@
 """schemathesis against the OpenAPI document the app serves, as an admin, on an SQLite file and
-on PostgreSQL: valid and invalid requests for every operation; zero 5xx answers, and every answer
-one the document describes (status, content type, schema). Bounded to fit CI: a few examples each.
+on PostgreSQL: valid and invalid requests for every operation; zero 5xx answers, every answer
+one the document describes (status, content type, schema), and no request the document allows
+refused as invalid. Bounded to fit CI: a few examples each; scripts/fuzz_api.py runs every check
+against a real server for as long as it is given.
 
 The operations are walked here, with hypothesis, rather than through schemathesis's pytest
 plugin (``schema.parametrize()``): schemathesis 4.32 reads ``request.node._nodeid``, which
@@ -20,6 +22,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    positive_data_acceptance,
     response_schema_conformance,
     status_code_conformance,
 )
@@ -36,6 +39,7 @@ CHECKS = [
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
+    positive_data_acceptance,
 ]
 BOUNDS = settings(
     max_examples=8,

@@ -62,6 +62,12 @@ def test_a_repeat_under_its_key_locates_the_same_thing(api: Api) -> None:
     )
 
 
-def test_an_unknown_token_is_404(api: Api) -> None:
+def test_an_unknown_or_revoked_token_is_404(api: Api) -> None:
     answer = api.get("/admin/tokens/00000000-0000-0000-0000-000000000000")
     assert answer.status_code == 404 and answer.json()["detail"].startswith("no token ")
+    issued = made(api, "/admin/tokens", {"name": "bob", "role": "viewer"})
+    assert api.delete(issued.headers["location"]).status_code == 200
+    gone = api.get(issued.headers["location"])
+    assert gone.status_code == 404 and " was revoked at " in gone.json()["detail"]
+    [bob] = [t for t in api.get("/admin/tokens").json()["items"] if t["name"] == "bob"]
+    assert bob["revoked_at"] is not None

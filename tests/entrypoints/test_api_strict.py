@@ -29,7 +29,8 @@ SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
 def test_the_rules_are_in_the_schemas() -> None:
     assert SCHEMAS["NewDefinition"]["properties"]["name"]["pattern"] == NAME
     assert re.fullmatch(SCHEMAS["NewToken"]["properties"]["name"]["pattern"], "  ") is None
-    assert re.fullmatch(SCHEMAS["Abort"]["properties"]["reason"]["pattern"], "a\x00") is None
+    reason = SCHEMAS["Abort"]["properties"]["reason"]["pattern"]
+    assert re.fullmatch(reason, "a\x00") is None and re.fullmatch(reason, "\t \x1e") is None
     integer = SCHEMAS["StoredValue"]["anyOf"][1]
     assert (integer["minimum"], integer["maximum"]) == (-(2**63 - 1), 2**63 - 1)
     start = DOCUMENT["paths"]["/admin/events/runs"]["post"]
@@ -48,6 +49,13 @@ def test_what_the_key_s_pattern_refuses_the_server_refuses_naming_the_header(api
         )
         assert answer.status_code == 422, (key, answer.text)
         assert answer.json()["detail"][0]["loc"] == ["header", "Idempotency-Key"]
+
+
+def test_a_reason_of_spaces_the_pattern_refuses_the_server_refuses(api: Api) -> None:
+    run = api.start(shard_run(1, advance="manual"))
+    answer = api.post(f"/admin/events/runs/{run}/abort", "operator", json={"reason": "\t \x1e"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"][0]["msg"] == "reason: must not be empty"
 
 
 def test_a_number_is_not_a_time_in_a_cleanup_filter(api: Api) -> None:

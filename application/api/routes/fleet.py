@@ -94,8 +94,12 @@ def issue_token(
 
 @router.get("/tokens/{token_id}", response_model=tokens.Token)
 def get_token(issuer: TokensDep, _: Admin, token_id: UUID) -> tokens.Token:
-    """One token, live or revoked; never its secret."""
-    return tokens.Token.model_validate(_token(issuer, token_id))
+    """One live token; never its secret. A revoked token is gone (404, saying when); the list
+    still shows it."""
+    found = _token(issuer, token_id)
+    if found.revoked_at is not None:
+        raise NotFound(f"token {token_id} was revoked at {found.revoked_at:%Y-%m-%d %H:%M:%S} UTC")
+    return tokens.Token.model_validate(found)
 
 
 @router.delete("/tokens/{token_id}", response_model=tokens.Token)

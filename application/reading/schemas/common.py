@@ -18,7 +18,9 @@ def _storable(value: str) -> str:
 
 
 NO_NUL = r"^[^\x00]*$"
-SAID = r"^\s*[^\s\x00][^\x00]*$"
+SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""What str.strip() takes away (str.isspace), spelt out: regex engines differ on `\\s`."""
+SAID = rf"^[{SPACE}]*[^{SPACE}\x00][^\x00]*$"
 
 StoredText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": NO_NUL})]
 """Text a store can hold and compare: no NUL, no lone surrogates, bounded. The document says

@@ -1,0 +1,26 @@
+"""What scripts/fuzz_api.py teaches schemathesis (loaded through SCHEMATHESIS_HOOKS): the one
+rule of a request the document states in words but no JSON Schema can, that a spec's phase ids
+are unique and so are its step ids. A body breaking it is not generated as a valid one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import schemathesis
+
+
+@schemathesis.hook
+def filter_body(context: Any, body: Any) -> bool:
+    spec = body.get("spec", body) if isinstance(body, dict) else None
+    return not isinstance(spec, dict) or not _repeats(spec)
+
+
+def _repeats(spec: dict[str, Any]) -> bool:
+    phases = [p for p in spec.get("phases") or [] if isinstance(p, dict)]
+    steps = [s for p in phases for s in p.get("steps") or [] if isinstance(s, dict)]
+    return any(_twice([one.get("id") for one in found]) for found in (phases, steps))
+
+
+def _twice(ids: list[Any]) -> bool:
+    named = [i for i in ids if isinstance(i, str)]
+    return len(set(named)) != len(named)
