@@ -25,7 +25,7 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.settings import StoreConfig
-from runledger.application.store import bounds, pg_insert, pooling, riding, saving, sqlite_file
+from runledger.application.store import bounds, pg_insert, riding, saving, sqlite_file
 from runledger.application.store.notify import Listener
 from runledger.application.store.outage import Outage
 from runledger.application.store.transcoding import FastJSONTranscoder
@@ -116,8 +116,6 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         sqlite_file.refuse_damaged(backend, config)
         missing = backend.missing_tables()
         older = [] if missing else missing_columns(backend) + missing_indexes(backend)
-        if isinstance(backend, PostgresBackend):
-            pooling.last_in_first_out(backend.datastore.pool)
         if not missing and isinstance(backend, PostgresBackend):
             pg_insert.use_function(_recorder(app))
     except STORE_ERRORS as error:

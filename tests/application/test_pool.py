@@ -1,29 +1,53 @@
-"""The PostgreSQL store's connection pool (store/pooling.py): one thread's statements one after
-another go to one connection, whose prepared statements and plans are warm; threads at once
-still get connections of their own."""
+"""The PostgreSQL store's connection pool is psycopg_pool's, used as shipped and declared in
+pyproject.toml: nothing of its own is swapped (it once made the pool last-in-first-out by
+replacing its private deque; scripts/MEASUREMENTS.md, "The pool as shipped", says what that was
+worth). One thread's statements go round its idle connections, as the pool hands them out;
+threads at once get connections of their own."""
 
 from __future__ import annotations
 
 import threading
+import tomllib
+from collections import deque
+from importlib.metadata import version
+from pathlib import Path
 
+import psycopg_pool
 import pytest
+from packaging.requirements import Requirement
 
 from runledger.application.runledger import Runledger
+from runledger.projections.postgres import PostgresBackend
 
-pytestmark = pytest.mark.postgres
 PID = "SELECT pg_backend_pid() AS pid"
+PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
 
 
 def pid(rl: Runledger) -> int:
     return int(rl.queries.backend.select(PID, [])[0]["pid"])
 
 
-def test_one_thread_reads_on_one_connection(pg_rl: Runledger) -> None:
-    pg_rl.app.save()  # a save and a read between the two reads compared
-    pg_rl.projector.catch_up()
-    assert len({pid(pg_rl) for _ in range(6)}) == 1
+def test_psycopg_pool_is_declared_and_the_installed_one_is_in_its_range() -> None:
+    declared = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+    [pool] = [Requirement(d) for d in declared if Requirement(d).name == "psycopg-pool"]
+    assert pool.specifier.contains(version("psycopg-pool")), (pool, version("psycopg-pool"))
 
 
+@pytest.mark.postgres
+def test_the_pool_is_psycopg_pools_own_and_hands_its_connections_out_in_turn(
+    pg_rl: Runledger,
+) -> None:
+    backend = pg_rl.queries.backend
+    assert isinstance(backend, PostgresBackend)
+    pool = backend.datastore.pool
+    assert isinstance(pool, psycopg_pool.ConnectionPool)
+    assert type(pool._pool) is deque  # its own idle connections, as it made them
+    idle = pool.get_stats()["pool_available"]
+    assert idle >= 2  # the library's POSTGRES_POOL_SIZE (5), opened at start
+    assert len({pid(pg_rl) for _ in range(2 * idle)}) >= 2  # in turn, not one kept warm
+
+
+@pytest.mark.postgres
 def test_threads_at_once_get_connections_of_their_own(pg_rl: Runledger) -> None:
     backend = pg_rl.queries.backend
     inside = threading.Barrier(3, timeout=10)
@@ -41,4 +65,3 @@ def test_threads_at_once_get_connections_of_their_own(pg_rl: Runledger) -> None:
     for thread in threads:
         thread.join(timeout=20)
     assert len(set(seen)) == 3
-    assert pid(pg_rl) in seen  # and afterwards one of them serves again
