@@ -71,8 +71,8 @@ def serve(
 
         from runledger.application.asgi import create_app
 
-        # Forwarded headers are trusted by RUNLEDGER_TRUSTED_PROXIES alone (application/forwarded.py):
-        # uvicorn's own handling would believe them from 127.0.0.1 before that setting is read.
+        # Forwarded headers are trusted by RUNLEDGER_TRUSTED_PROXIES alone (forwarded.py): uvicorn's
+        # own handling would believe them from 127.0.0.1 before that setting is read.
         config = uvicorn.Config(
             create_app(rl), log_config=None, access_log=False, proxy_headers=False
         )
@@ -105,7 +105,11 @@ def _worker_thread(
             if story:
                 _play(own)
             if ticks:
-                own.runner(worker).run(interval, stop)
+                from runledger.application.metrics_server import RunnerMetrics
+
+                runner = own.runner(worker)
+                own.telemetry.registry.register(RunnerMetrics(runner, own.telemetry))
+                runner.run(interval, stop)
         finally:
             own.close()
 

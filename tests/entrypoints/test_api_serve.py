@@ -179,6 +179,8 @@ def test_a_served_run_is_given_back_cleaned_up_by_a_named_operator_and_serve_sto
         'runledger_module_call_seconds_count{action="sandbox.spawn",outcome="terminal"}' in metrics
     )
     assert 'runledger_leg_seconds_count{leg="cleanup"}' in metrics
+    ticks = [line for line in metrics.splitlines() if line.startswith("runledger_runner_ticks")]
+    assert ticks and 'worker="e2e"' in ticks[0], ticks  # its own series, as a runner's port says
 
     served.process.send_signal(signal.SIGTERM)  # our own child, by its pid
     try:
