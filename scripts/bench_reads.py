@@ -1,0 +1,331 @@
+"""Reads at scale on PostgreSQL: a runs page, one run, its log and /metrics under 20 concurrent
+clients (wrk), and the console's page of a run of 1,000 entries (first byte), over a real
+`runledger serve --no-runner`, each beside the in-process read of the same thing.
+
+    python -m scripts.bench_reads [--runs 100000] [--entries 1000000] [--clients 20]
+                                  [--seconds 10] [--small] [--fresh] [--drop]
+
+The store is written fast: the runs' events are made by the domain, encoded by the store's own
+mapper and COPYed into the events table; then `rebuild` makes the views from them. At the
+default sizes that takes minutes, so the store is kept in the schema `bench_reads_<runs>_<entries>`
+and used again by the next run (`--fresh` builds it again, `--drop` drops it at the end).
+`--small` is a quick check (3,000 runs, 30,000 entries). Needs wrk (Debian package `wrk`).
+
+Of every 20 runs: 17 are given back, 1 has an entry failed terminally (incomplete), 1 has an
+entry out of attempts under a live claim, 1 is still running. One run has 1,000 entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import httpx
+import psycopg
+
+from runledger.application.api.metrics import StoreCollector
+from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
+from runledger.application.settings import Settings
+from runledger.domain.resource import Resource
+from runledger.domain.run import Run
+from runledger.projections.pages import RunFilter
+from runledger.projections.postgres import PostgresBackend
+from runledger.projections.rebuild import rebuild
+from scripts.bench_api import CLI, _ms, _wait_up, spare_port
+from scripts.bench_console import signed_in
+from scripts.bench_history import NOW, PG_ADMIN
+
+BIG = 1_000
+BATCH = 2_000
+"""Runs made, encoded and COPYed at a time: memory stays flat whatever the store's size."""
+
+
+def made_run(n: int, entries: int, at: datetime) -> list[Any]:
+    """Run number ``n`` with its entries, as a runner would have left it (the module docstring
+    says which of every 20 are what)."""
+    run = Run.start(uuid.uuid4(), f"bench {n}", at)
+    kind = n % 20
+    made: list[Any] = [run]
+    for i in range(entries):
+        entry = Resource(
+            run_id=run.id,
+            step=f"s{i // 25}",
+            kind="creature",
+            ref=f"c{n}-{i}",
+            module="bench",
+            action="bench.spawn",
+            idempotency_key=f"k{n}-{i // 25}",
+            payload={"hp": i},
+            member_key=None,
+            until=None,
+            at=at,
+        )
+        if kind != 19:
+            # 18: the first entry's claim is still out, for ten years.
+            expires = at + timedelta(days=3650 if i == 0 and kind == 18 else 0, seconds=30)
+            entry.claim_revert("bench", at, expires, 5)
+            if i == 0 and kind == 17:
+                entry.fail_revert("bench", 1, "terminal", "the shard refuses", at)
+            elif not (i == 0 and kind == 18):
+                entry.mark_reverted("bench", 1, at)
+        made.append(entry)
+    if kind != 19:
+        run.complete(at)
+    return made
+
+
+def history(runs: int, entries: int) -> Iterator[tuple[int, list[Any]]]:
+    """(runs made so far, aggregates) a batch at a time; the first run is the big one."""
+    each = max((entries - BIG) // max(runs - 1, 1), 0)
+    batch: list[Any] = []
+    for n in range(runs):
+        at = NOW - timedelta(seconds=runs - n)
+        batch += made_run(n, BIG if n == 0 else each, at)
+        if (n + 1) % BATCH == 0 or n == runs - 1:
+            yield n + 1, batch
+            batch = []
+
+
+def copy_history(rl: Runledger, runs: int, entries: int) -> int:
+    backend = rl.backend
+    assert isinstance(backend, PostgresBackend)
+    table = f'"{backend.schema}".{backend.events_table}'
+    mapper: Any = rl.app.mapper
+    written = 0
+    with psycopg.connect(PG_ADMIN) as conn, conn.cursor() as cur:
+        for done, aggregates in history(runs, entries):
+            columns = "(originator_id, originator_version, topic, state)"
+            with cur.copy(f"COPY {table} {columns} FROM STDIN") as copy:
+                for aggregate in aggregates:
+                    for event in aggregate.collect_events():
+                        stored = mapper.to_stored_event(event)
+                        copy.write_row(
+                            (
+                                stored.originator_id,
+                                stored.originator_version,
+                                stored.topic,
+                                stored.state,
+                            )
+                        )
+                        written += 1
+            conn.commit()
+            print(f"\r  {done:,} runs, {written:,} events", end="", flush=True)
+    print()
+    return written
+
+
+def store(runs: int, entries: int, fresh: bool) -> str:
+    schema = f"bench_reads_{runs}_{entries}"
+    url = f"{PG_ADMIN}?schema={schema}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        if fresh:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        exists = conn.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_name = 'rl_runs'",
+            [schema],
+        ).fetchone()
+        if exists:
+            n = conn.execute(f"SELECT COUNT(*) FROM {schema}.rl_runs").fetchone()
+            if n is not None and n[0] == runs:
+                print(f"store: the schema {schema} built earlier ({runs:,} runs), used again")
+                return url
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+    settings = Settings(database_url=url)
+    init_store(settings)
+    rl = bootstrap(settings, Registry())
+    try:
+        started = time.perf_counter()
+        events = copy_history(rl, runs, entries)
+        copied = time.perf_counter() - started
+        report = rebuild(rl.app, rl.backend)
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f"VACUUM ANALYZE {schema}.rl_runs")
+            conn.execute(f"VACUUM ANALYZE {schema}.rl_resources")
+            conn.execute(f"VACUUM ANALYZE {schema}.rl_run_log")
+        print(
+            f"store: {runs:,} runs, {events:,} events COPYed in {copied:.0f}s, "
+            f"views rebuilt in {report.seconds:.0f}s, kept in the schema {schema}"
+        )
+    finally:
+        rl.close()
+    return url
+
+
+def in_process(fn: Callable[[], object], seconds: float) -> tuple[float, float]:
+    """(p50 ms, p99 ms) of ``fn`` called back to back, one at a time."""
+    fn()
+    took: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(took) < 30:
+        started = time.perf_counter()
+        fn()
+        took.append((time.perf_counter() - started) * 1000)
+    cuts = statistics.quantiles(took, n=100)
+    return cuts[49], cuts[98]
+
+
+def first_bytes(client: httpx.Client, path: str, requests: int) -> tuple[float, float]:
+    """(p50 ms, p99 ms) to the first body byte, one request at a time."""
+    took: list[float] = []
+    for i in range(requests + 3):
+        started = time.perf_counter()
+        with client.stream("GET", path) as answer:
+            chunks = answer.iter_raw()
+            next(chunks, b"")
+            reached = time.perf_counter()
+            for _ in chunks:
+                pass
+        if answer.status_code != 200:
+            raise SystemExit(f"GET {path} answered {answer.status_code}")
+        if i >= 3:
+            took.append((reached - started) * 1000)
+    cuts = statistics.quantiles(took, n=100)
+    return cuts[49], cuts[98]
+
+
+def wrk(url: str, token: str, seconds: int, connections: int) -> tuple[float, float, float]:
+    """(requests/s, p50 ms, p99 ms) as wrk measures them with ``connections`` at once."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(f'wrk.headers["Authorization"] = "Bearer {token}"\n')
+    try:
+        out = subprocess.run(
+            [
+                "wrk",
+                "-t2",
+                f"-c{connections}",
+                f"-d{seconds}s",
+                "--latency",
+                "-s",
+                script.name,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        os.unlink(script.name)
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    if "Non-2xx" in out:
+        raise SystemExit(f"{url} answered errors under load:\n{out}")
+    return rate, _ms(out, "50%"), _ms(out, "99%")
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def picked(rl: Runledger) -> tuple[UUID, UUID]:
+    """The big run, and an ordinary finished run in the middle of the store."""
+    with rl.backend.transaction(commit=False) as cursor:
+        cursor.execute(rl.backend.sql("SELECT run_id FROM {rl_runs} WHERE name = 'bench 0'"))
+        big = UUID(cursor.fetchone()["run_id"])
+        cursor.execute(
+            rl.backend.sql(
+                "SELECT run_id FROM {rl_runs} WHERE status = 'completed' "
+                "ORDER BY started_at LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM {rl_runs})"
+            )
+        )
+        one = UUID(cursor.fetchone()["run_id"])
+    return big, one
+
+
+def measure(url: str, clients: int, seconds: int) -> None:
+    rl = bootstrap(Settings(database_url=url), Registry())
+    token = rl.tokens.issue("bench", "operator", by="bench").secret
+    big, one = picked(rl)
+    port = spare_port()
+    env = os.environ | {"RUNLEDGER_DATABASE_URL": url, "RUNLEDGER_BUILTIN_MODULES": ""}
+    server = subprocess.Popen(
+        [*CLI, "serve", "--no-runner", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    collector, answers, everything = StoreCollector(rl), rl.answers, RunFilter()
+    now, attempts = rl.clock(), rl.settings.max_revert_attempts
+    cases: list[tuple[str, str, Callable[[], object]]] = [
+        (
+            "runs page (50)",
+            "/admin/events/runs?limit=50",
+            lambda: answers.run_page(everything, 50, None),
+        ),
+        ("one run", f"/admin/events/runs/{one}", lambda: answers.run_detail(one)),
+        ("its log", f"/admin/events/runs/{one}/log", lambda: answers.log_page(one, 200, None)),
+        ("/metrics", "/metrics", lambda: list(collector.collect())),
+    ]
+    try:
+        _wait_up(base)
+        print(uptime())
+        print(f"wrk: {clients} connections, {seconds}s each; in-process: one thread")
+        print(
+            f"{'':22} {'HTTP req/s':>10} {'p50 ms':>8} {'p99 ms':>8}   "
+            f"{'in-proc p50':>11} {'p99 ms':>8}   p99 ratio"
+        )
+        for label, path, direct in cases:
+            rate, p50, p99 = wrk(f"{base}{path}", token, seconds, clients)
+            o50, o99 = in_process(direct, seconds / 2)
+            print(
+                f"{label:22} {rate:10,.0f} {p50:8.2f} {p99:8.2f}   {o50:11.2f} {o99:8.2f}   "
+                f"{p99 / o99:6.2f}"
+            )
+        s50, s99 = in_process(lambda: rl.pages.run_counts_scanned(now, attempts), seconds / 2)
+        print(f"{'(the scan /metrics was)':22} {'':10} {'':8} {'':8}   {s50:11.2f} {s99:8.2f}")
+        with closing(signed_in(base, token)) as console:
+            c50, c99 = first_bytes(console, f"/runs/{big}", 50)
+        b50, b99 = in_process(lambda: rl.answers.run_detail(big), seconds / 2)
+        print(
+            f"{'console run, 1,000':22} {'1st byte':>10} {c50:8.2f} {c99:8.2f}   "
+            f"{b50:11.2f} {b99:8.2f}   {c99 / b99:6.2f}"
+        )
+        print(uptime())
+    finally:
+        server.send_signal(signal.SIGTERM)  # our own child, by its pid
+        server.wait(timeout=30)
+        rl.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--small", action="store_true", help="3,000 runs, 30,000 entries")
+    parser.add_argument("--fresh", action="store_true", help="build the store again")
+    parser.add_argument("--drop", action="store_true", help="drop the store at the end")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed: apt-get install -y wrk")
+    runs, entries = (3_000, 30_000) if args.small else (args.runs, args.entries)
+    print(uptime())
+    url = store(runs, entries, args.fresh)
+    try:
+        measure(url, args.clients, args.seconds)
+    finally:
+        if args.drop:
+            with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA bench_reads_{runs}_{entries} CASCADE")
+
+
+if __name__ == "__main__":
+    main()
