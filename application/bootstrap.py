@@ -29,11 +29,14 @@ from runledger.application.services.serving import ServedElsewhere, served_by
 from runledger.application.services.sessions import Sessions
 from runledger.application.services.sweep.give_back import GiveBack
 from runledger.application.services.tokens import Tokens
+from runledger.application.services.webhooks import Webhooks
+from runledger.application.services.webhooks_outbox import Outbox, install
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
 from runledger.application.telemetry import Telemetry
 from runledger.projections.backend import Backend
 from runledger.projections.definitions import DefinitionRows
+from runledger.projections.deliveries import DeliveryRows
 from runledger.projections.pages import Pages
 from runledger.projections.projector import Projector
 from runledger.projections.queries import Queries
@@ -78,6 +81,7 @@ def bootstrap(
         telemetry=telemetry or Telemetry(),
     )
     rl = _wired(w)
+    install(w.app, Outbox(app=w.app, clock=w.clock))  # facts carry their deliveries
     if registry is None:
         load_modules(rl)
     return rl
@@ -210,6 +214,12 @@ def _wired(w: _Opened) -> Runledger:
             app=w.app, rows=definition_rows, runs=runs, dry_runner=dry_runner, clock=w.clock
         ),
         once=Once(app=w.app, clock=w.clock),
+        webhooks=Webhooks(
+            app=w.app,
+            streams=w.streams,
+            rows=DeliveryRows(w.backend, fresh=w.fresh),
+            clock=w.clock,
+        ),
         clock=w.clock,
         telemetry=w.telemetry,
     )

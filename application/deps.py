@@ -27,6 +27,7 @@ from runledger.application.services.once import Once
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.runs import Runs
 from runledger.application.services.tokens import Tokens
+from runledger.application.services.webhooks import Webhooks
 from runledger.application.settings import Settings
 from runledger.projections.read_model import ReadModel
 
@@ -63,5 +64,6 @@ BulkDep = Annotated[Bulk, Depends(_of(lambda rl: rl.bulk))]
 DefinitionsDep = Annotated[Definitions, Depends(_of(lambda rl: rl.definitions))]
 OccurrencesDep = Annotated[Occurrences, Depends(_of(lambda rl: rl.occurrences))]
 TokensDep = Annotated[Tokens, Depends(_of(lambda rl: rl.tokens))]
+WebhooksDep = Annotated[Webhooks, Depends(_of(lambda rl: rl.webhooks))]
 OnceDep = Annotated[Once, Depends(_of(lambda rl: rl.once))]
 ProjectorDep = Annotated[ReadModel, Depends(_of(lambda rl: rl.projector))]

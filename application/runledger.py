@@ -29,6 +29,8 @@ from runledger.application.services.runs import Runs
 from runledger.application.services.sessions import Sessions
 from runledger.application.services.sweep.pacing import Wake
 from runledger.application.services.tokens import Tokens
+from runledger.application.services.webhooks import Webhooks
+from runledger.application.services.webhooks_send import Sender
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.application.telemetry import Telemetry
@@ -65,6 +67,7 @@ class Runledger:
     occurrences: Occurrences
     starts: Starts
     once: Once
+    webhooks: Webhooks
     clock: Callable[[], datetime]
     modules: list[ModuleStatus] = field(default_factory=list)
     loader: Loader | None = None
@@ -103,6 +106,12 @@ class Runledger:
             settings=self.settings,
             wake=Wake(self.app.recorder, self.app.heard()),
             observe=self.telemetry.tick,
+        )
+
+    def sender(self, worker: str) -> Sender:
+        """What sends this store's webhooks from this process (serve and runner start one)."""
+        return Sender(
+            webhooks=self.webhooks, settings=self.settings, clock=self.clock, worker=worker
         )
 
     def close(self) -> None:

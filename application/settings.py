@@ -69,6 +69,8 @@ ENV_NAMES = {
     "retry_jitter": "RUNLEDGER_RETRY_JITTER",
     "runner_gone_s": "RUNLEDGER_RUNNER_GONE_S",
     "shutdown_grace_s": "RUNLEDGER_SHUTDOWN_GRACE_S",
+    "webhook_attempts": "RUNLEDGER_WEBHOOK_ATTEMPTS",
+    "webhook_delay_s": "RUNLEDGER_WEBHOOK_DELAY_S",
     "ready_lag": "RUNLEDGER_READY_LAG",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
@@ -132,6 +134,9 @@ class Settings(BaseModel, frozen=True):
     # A stopping runner waits this long for calls abandoned at their deadline: their answers,
     # when they come, are still ledgered (dispatch.py), then it names those it left.
     shutdown_grace_s: float = Field(default=10.0, ge=0, le=600, allow_inf_nan=False)
+    # A webhook is tried this many times, the n-th retry after delay * 2**(n-1) seconds (jittered).
+    webhook_attempts: int = Field(default=8, ge=1, le=50)
+    webhook_delay_s: float = Field(default=10.0, ge=0, le=3600, allow_inf_nan=False)
     # /readyz: events a projection may be behind before the process says it is not ready.
     ready_lag: int = Field(default=10_000, ge=0)
     default_budget_ms: int = Field(default=10_000, ge=1)

@@ -28,6 +28,7 @@ TABLES = (
     "rl_tokens",
     "rl_definitions",
     "rl_occurrences",
+    "rl_deliveries",
 )
 
 

@@ -130,6 +130,18 @@ TABLE_DDL: dict[str, list[str]] = {
         """CREATE INDEX IF NOT EXISTS {ix_rl_occurrences}_definition ON {rl_occurrences}
             (definition_id, due_at)""",
     ],
+    "rl_deliveries": [
+        """CREATE TABLE IF NOT EXISTS {rl_deliveries} (
+            delivery_id TEXT PRIMARY KEY, subscription_id TEXT NOT NULL, fact TEXT NOT NULL,
+            state TEXT NOT NULL, attempts BIGINT NOT NULL, queued_at DOUBLE PRECISION NOT NULL,
+            next_at DOUBLE PRECISION, claim_until DOUBLE PRECISION, last_status BIGINT,
+            last_error TEXT, version BIGINT NOT NULL)""",
+        # The senders' query: what is pending, in the order it comes due.
+        """CREATE INDEX IF NOT EXISTS {ix_rl_deliveries}_due ON {rl_deliveries} (next_at)
+            WHERE state = 'pending'""",
+        """CREATE INDEX IF NOT EXISTS {ix_rl_deliveries}_subscription ON {rl_deliveries}
+            (subscription_id, queued_at, delivery_id)""",
+    ],
     # Not a view: a liveness signal the runners overwrite every tick (projections/runners.py
     # says why it is not an event). No projection reads or rebuilds it.
     "rl_heartbeats": [

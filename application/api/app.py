@@ -17,6 +17,7 @@ from runledger.application.api.routes import (
     health,
     occurrences,
     runs,
+    webhooks,
 )
 
 DESCRIPTION = """Everything an operator can do with runledger: runs, their entries and logs,
@@ -46,6 +47,7 @@ def routes() -> FastAPI:
         definitions.router,
         occurrences.router,
         fleet.router,
+        webhooks.router,
         health.router,
         docs.router,
     ):

@@ -35,6 +35,7 @@ from runledger.application.cli import (
     step,
     store,
     tokens,
+    webhooks,
 )
 from runledger.application.cli.console import console
 from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, answering_json, fail
@@ -99,12 +100,13 @@ OCCURRENCES: tuple[tuple[str, Callable[..., None]], ...] = (
 """`def`'s commands about occurrences, after those about definitions."""
 for verb, occurring in OCCURRENCES:
     definitions.app.command(verb)(occurring)
-for group in (sandbox.app, tokens.app, definitions.app, contexts.app):
+for group in (sandbox.app, tokens.app, webhooks.app, definitions.app, contexts.app):
     for info in group.registered_commands:
         info.epilog = exits.epilog()
         info.short_help = info.short_help or _summary(info.callback)
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tokens.app, name="token")
+app.add_typer(webhooks.app, name="webhook")
 app.add_typer(definitions.app, name="def")
 app.add_typer(contexts.app, name="context")
 

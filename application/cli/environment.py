@@ -21,6 +21,8 @@ MEANINGS = {
     "retry_jitter": "each wait stretched or shrunk by up to this fraction",
     "runner_gone_s": "a runner without a heartbeat this long is shown as gone",
     "shutdown_grace_s": "a stopping runner waits this long for calls abandoned at their deadline",
+    "webhook_attempts": "attempts at one webhook delivery before it is marked failed",
+    "webhook_delay_s": "seconds before a webhook's first retry; each later one waits twice as long",
     "ready_lag": "/readyz answers 503 once a projection is this many events behind",
     "modules_dir": "a folder of module folders to load",
     "builtin_modules": "built-in modules to load, separated by commas (sandbox,redis)",

@@ -29,6 +29,7 @@ from runledger.application.web.routes import (
     run,
     runs,
     signin,
+    webhooks,
 )
 from runledger.application.web.secure_cookie import SecureCookie
 from runledger.application.web.session import COOKIE, Refused, SignInFirst, sign_in_url
@@ -43,6 +44,7 @@ ROUTERS = [
     decisions.router,
     replay.router,
     fleet.router,
+    webhooks.router,
     bulk.router,
     new_definition.router,
     definitions.router,

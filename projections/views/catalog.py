@@ -8,6 +8,7 @@ from typing import Protocol
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.views.base import Event
 from runledger.projections.views.definitions import DefinitionsView
+from runledger.projections.views.deliveries import DeliveriesView
 from runledger.projections.views.occurrences import OccurrencesView
 from runledger.projections.views.resources import ResourcesView
 from runledger.projections.views.run_log import RunLogView
@@ -41,4 +42,5 @@ def all_views() -> list[View]:
         TokensView(),
         DefinitionsView(),
         OccurrencesView(),
+        DeliveriesView(),
     ]

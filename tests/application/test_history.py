@@ -513,6 +513,7 @@ KEYS = {
     "rl_tokens": "token_id",
     "rl_definitions": "definition_id",
     "rl_occurrences": "occurrence_id",
+    "rl_deliveries": "delivery_id",
 }
 Dump = dict[str, list[tuple[Any, ...]]]
 
@@ -560,6 +561,9 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
     rl.fleet.leave(rl.fleet.join("gardener", ["garden"], ["garden.plant"], []))
     rl.tokens.revoke(rl.tokens.issue("gardener", "viewer", by="alice").token_id, by="alice")
     plant_on_schedule(rl, clock)
+    rl.webhooks.add("http://127.0.0.1:9/nobody-listens", ["run.aborted"], by="alice")
+    rl.ledger.abort_run(start(rl, makes("spawn", "c8"), name="told"), "a webhook to rebuild")
+    assert rl.sender("w1").send_due() == 1  # refused: an attempt to rebuild too
     rl.projector.catch_up()
     before = dump(rl)
     assert all(before[t] for t in KEYS), "every table has rows to compare"
@@ -757,6 +761,7 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
             "tokens",
             "definitions",
             "occurrences",
+            "deliveries",
         )
     }
     rebuilt = run_cli("rebuild", "runs", cwd=tmp_path, env=env)

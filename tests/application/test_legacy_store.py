@@ -60,6 +60,7 @@ NEWER_VIEWS = {
     "tokens": "rl_tokens",
     "definitions": "rl_definitions",
     "occurrences": "rl_occurrences",
+    "deliveries": "rl_deliveries",
 }
 """Views 0.1 did not have: their tables stay empty."""
 

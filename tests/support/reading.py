@@ -19,6 +19,7 @@ EVERY_VIEW = (
     "tokens",
     "definitions",
     "occurrences",
+    "deliveries",
 )
 """Every projection, in the projector's order: a test naming them all names them here, so a new
 view is added to every such test at once, on purpose."""

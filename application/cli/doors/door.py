@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Protocol
 from uuid import UUID
 
+from runledger.application.cli.doors.webhooks import WebhooksDoor
 from runledger.application.reading.schemas import bulk, decisions, fleet, history, runs
 from runledger.application.reading.schemas import definitions as defs
 from runledger.application.reading.schemas.tokens import IssuedToken, Token
@@ -75,7 +76,7 @@ class FleetDoor(Protocol):
     def revoke_token(self, token_id: UUID) -> Token: ...
 
 
-class Door(RunsDoor, DefinitionsDoor, FleetDoor, Protocol):
+class Door(RunsDoor, DefinitionsDoor, FleetDoor, WebhooksDoor, Protocol):
     """Every read and act of the commands, through one door or the other; closed on leaving
     its ``with``."""
 

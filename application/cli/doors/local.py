@@ -6,9 +6,10 @@ from __future__ import annotations
 from types import TracebackType
 
 from runledger.application.cli.doors.local_more import LocalFleet
+from runledger.application.cli.doors.webhooks import LocalWebhooks
 
 
-class Local(LocalFleet):
+class Local(LocalFleet, LocalWebhooks):
     """The composition root's services and the read layer, answering the API's schemas."""
 
     def __enter__(self) -> Local:

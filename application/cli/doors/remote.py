@@ -11,6 +11,7 @@ from uuid import UUID
 from runledger.application.cli.doors.contexts import Server
 from runledger.application.cli.doors.http import Http, ServerTrouble, dumped
 from runledger.application.cli.doors.remote_more import RemoteFleet
+from runledger.application.cli.doors.webhooks import RemoteWebhooks
 from runledger.application.cli.errors import Usage
 from runledger.application.display import safe_repr
 from runledger.application.errors import BadRequest
@@ -22,7 +23,7 @@ MOST_LOG_LINES = 5_000
 """The most lines the API's log route answers at once."""
 
 
-class Remote(RemoteFleet):
+class Remote(RemoteFleet, RemoteWebhooks):
     def __init__(self, server: Server) -> None:
         self.http = Http(server)
 

@@ -1,0 +1,142 @@
+"""Sending what the outbox queued: each due delivery claimed (a save the store lets one sender
+win), POSTed once with its signature, its attempt recorded, retried after a jittered exponential
+back-off until it is answered 2xx or has used its attempts. Any number of processes may send:
+a claim makes one of them send a delivery at a time; one that dies mid-send leaves its claim to
+lapse and another sends again (at least once: receivers drop repeats by ``Runledger-Delivery``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError
+
+from runledger.application.services.retry_at import retry_at
+from runledger.application.services.webhooks import Webhooks
+from runledger.application.services.webhooks_sign import signature
+from runledger.application.settings import Settings
+from runledger.domain.backoff import Backoff
+from runledger.domain.delivery import Delivery, NotDue
+from runledger.domain.text import safe_text
+
+log = logging.getLogger("runledger.webhooks")
+
+TIMEOUT_S = 5.0
+CLAIM_S = 30.0
+"""How long a claim holds: the send's bound with room for its save; a dead sender's lapses."""
+BATCH = 20
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int | None
+    error: str | None
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    # A redirect is the receiver's answer, recorded as a failure: following it would send the
+    # signed body to wherever a Location points.
+    def redirect_request(self, *_: object, **__: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with _OPENER.open(request, timeout=TIMEOUT_S) as answer:
+            return Answer(answer.status, None)
+    except urllib.error.HTTPError as error:
+        return Answer(error.code, None)
+    except (OSError, ValueError) as error:  # refused, reset, timed out, unresolvable
+        return Answer(None, safe_text(f"{type(error).__name__}: {error}", 300))
+
+
+def backoff(settings: Settings) -> Backoff:
+    base = settings.webhook_delay_s
+    return Backoff(tuple(base * 2**n for n in range(settings.webhook_attempts)), 0.2)
+
+
+class Sender:
+    def __init__(
+        self,
+        *,
+        webhooks: Webhooks,
+        settings: Settings,
+        clock: Callable[[], datetime],
+        worker: str,
+    ) -> None:
+        self.webhooks = webhooks
+        self.app = webhooks.app
+        self.settings = settings
+        self.clock = clock
+        self.worker = worker
+
+    def send_due(self) -> int:
+        """Send every delivery due now, one at a time; answers how many were attempted."""
+        sent = 0
+        for delivery_id in self.webhooks.rows.due(self.clock(), BATCH):
+            claimed = self._claim(delivery_id)
+            if claimed is not None:
+                self._send(claimed)
+                sent += 1
+        return sent
+
+    def _claim(self, delivery_id: UUID) -> Delivery | None:
+        now = self.clock()
+        try:
+            delivery: Delivery = self.app.repository.get(delivery_id)
+            delivery.claim(self.worker, now + timedelta(seconds=CLAIM_S), now)
+            self.app.save(delivery)
+        except (NotDue, IntegrityError):
+            return None  # another sender has it, or had it and settled it
+        return delivery
+
+    def _send(self, delivery: Delivery) -> None:
+        to = self.webhooks.current(delivery.subscription_id)
+        if to is None or not to.enabled:
+            self._record(delivery, Answer(None, "the subscription was removed or disabled"), 0)
+            return
+        body = json.dumps(delivery.body, sort_keys=True).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "runledger-webhooks",
+            "Runledger-Event": delivery.fact,
+            "Runledger-Delivery": str(delivery.id),
+            "Runledger-Signature": signature(to.secret, body, int(self.clock().timestamp())),
+        }
+        self._record(delivery, post(to.url, body, headers), self.settings.webhook_attempts)
+
+    def _record(self, delivery: Delivery, answer: Answer, allowed: int) -> None:
+        now = self.clock()
+        attempt = len(delivery.attempts) + 1
+        later = retry_at(backoff(self.settings), attempt, allowed, now)
+        delivery.attempted(answer.status, answer.error, now, later)
+        try:
+            self.app.save(delivery)
+        except IntegrityError:
+            log.warning("delivery %s: its attempt lost a race and is not recorded", delivery.id)
+
+    def run(self, stop: threading.Event, every_s: float = 1.0) -> None:
+        """Send what comes due until ``stop``; a failing store is said and met again later."""
+        while not stop.wait(every_s):
+            try:
+                self.send_due()
+            except Exception as error:  # the loop outlives an outage: said, then met again
+                log.warning("webhooks not sent this round: %s", safe_text(error, 300))
+
+    def started(self, stop: threading.Event, every_s: float = 1.0) -> threading.Thread:
+        thread = threading.Thread(
+            target=self.run, args=(stop, every_s), name="runledger-webhooks", daemon=True
+        )
+        thread.start()
+        return thread
