@@ -24,7 +24,7 @@ from runledger.application.settings import Settings
 from tests.support.playing import SPAWN, ended_run, makes, play, start
 from tests.support.world import World
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]  # bash, pg_dump and the CLI run as processes
 OPERATING = Path(__file__).parents[2] / "OPERATING.md"
 MARK = "<!-- tests/application/test_backup_restore.py runs this block as written -->"
 BIN = Path(sys.executable).parent  # where pip put the `runledger` command
