@@ -31,6 +31,7 @@ from runledger.application.asgi import create_app
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
+from scripts.fuzz_api_hooks import unique_ids
 from tests.support.api_support import Shard, bearer, shard_run, tick
 from tests.support.playing import NO_BACKOFF
 
@@ -71,7 +72,7 @@ def fuzz(
     admin: dict[str, str],
 ) -> None:
     @BOUNDS
-    @given(case=operation.as_strategy(mode))
+    @given(case=operation.as_strategy(mode).filter(lambda case: unique_ids(case.body)))
     def one(case: schemathesis.Case) -> None:  # type: ignore[type-arg]
         case.call_and_validate(headers=dict(admin), checks=CHECKS)
 
