@@ -33,6 +33,7 @@ from runledger.application.services.webhooks import Webhooks
 from runledger.application.services.webhooks_outbox import Outbox, install
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
+from runledger.application.store.one_projector import read_hook
 from runledger.application.telemetry import Telemetry
 from runledger.projections.backend import Backend
 from runledger.projections.definitions import DefinitionRows
@@ -116,12 +117,9 @@ def _opened(
         store_config(settings.database_url, settings.connect_timeout_s, settings.store_timeout_s)
     )
     projector = Projector(app, backend)
-
-    # Every read of the views catches them up first: read-your-writes, kept in one place. The
-    # projector's catch_up is looked up at each read, so whatever wraps it later (a benchmark's
-    # meter, a test's injected fault) wraps these catch-ups too.
-    def fresh() -> int:
-        return projector.catch_up()
+    # Every read of the views is caught up first: read-your-writes, kept in one place. On
+    # PostgreSQL one process projects for the others, which wait for it (store/one_projector.py).
+    fresh = read_hook(app, projector, settings.projection_wait_s)
 
     return _Opened(
         settings=settings,

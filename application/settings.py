@@ -72,6 +72,7 @@ ENV_NAMES = {
     "webhook_attempts": "RUNLEDGER_WEBHOOK_ATTEMPTS",
     "webhook_delay_s": "RUNLEDGER_WEBHOOK_DELAY_S",
     "ready_lag": "RUNLEDGER_READY_LAG",
+    "projection_wait_s": "RUNLEDGER_PROJECTION_WAIT_S",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
     "builtin_modules": "RUNLEDGER_BUILTIN_MODULES",
     "module_load_budget_s": "RUNLEDGER_MODULE_LOAD_BUDGET_S",
@@ -139,6 +140,9 @@ class Settings(BaseModel, frozen=True):
     webhook_delay_s: float = Field(default=10.0, ge=0, le=3600, allow_inf_nan=False)
     # /readyz: events a projection may be behind before the process says it is not ready.
     ready_lag: int = Field(default=10_000, ge=0)
+    # PostgreSQL: how long a read in a process that is not the projector waits for the views to
+    # pass the store's head (its own writes); past it, the read is the store's trouble (503).
+    projection_wait_s: float = Field(default=5.0, gt=0, le=600, allow_inf_nan=False)
     default_budget_ms: int = Field(default=10_000, ge=1)
     # A claim covers one call: its budget, plus this much for saving the verdict after it.
     claim_slack_s: float = Field(default=5.0, ge=0, allow_inf_nan=False)

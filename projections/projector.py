@@ -130,6 +130,11 @@ class Projector:
         """The store's last position."""
         return self.recorder.max_notification_id() or 0
 
+    def reached(self) -> int:
+        """The position every view has passed (0 for a view not yet tracked)."""
+        mine = self._positions()
+        return min((mine.get(v.name, 0) for v in self.views), default=0)
+
     def behind(self) -> int:
         """How many positions the furthest-behind view has still to read."""
         head = self.recorder.max_notification_id() or 0

@@ -24,6 +24,7 @@ MEANINGS = {
     "webhook_attempts": "attempts at one webhook delivery before it is marked failed",
     "webhook_delay_s": "seconds before a webhook's first retry; each later one waits twice as long",
     "ready_lag": "/readyz answers 503 once a projection is this many events behind",
+    "projection_wait_s": "PostgreSQL: seconds a read waits for the projector before a 503",
     "modules_dir": "a folder of module folders to load",
     "builtin_modules": "built-in modules to load, separated by commas (sandbox,redis)",
     "module_load_budget_s": "seconds a module's import and register() may take",

@@ -32,6 +32,7 @@ from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.postgres import PostgresBackend
+from runledger.projections.role import wanted_channel
 from runledger.projections.schema import missing_columns, missing_indexes
 from runledger.projections.sqlite import SQLiteBackend
 
@@ -59,20 +60,25 @@ class LedgerApp(Application[UUID]):
         super().__init__(env)
 
     def listener(self) -> Listener | None:
-        """This process's one LISTEN on the store's inserts, started at the first ``ear``; None
-        on SQLite, where nothing notifies."""
-        if self._listener is None and self.config is not None and self.config.engine == "postgres":
-            channel = getattr(self.recorder, "channel_name", None)
-            if channel is not None:
-                config = self.config
-                self._listener = Listener(lambda: own_connection(config), channel)
-                self.on_close.append(self._listener.close)
+        """This process's one LISTEN, on the store's inserts and on its projector's wake-ups,
+        started at the first ``ear``; None on SQLite, where nothing notifies."""
+        config = self.config
+        if self._listener is None and config is not None and config.engine == "postgres":
+            schema = config.schema or "public"
+            channels = [_recorder(self).channel_name, wanted_channel(schema)]
+            self._listener = Listener(lambda: own_connection(config), channels, schema)
+            self.on_close.append(self._listener.close)
         return self._listener
 
     def heard(self) -> threading.Event | None:
         """Set at every insert from now on (PostgreSQL); None where nothing notifies."""
         listener = self.listener()
-        return listener.ear() if listener is not None else None
+        return listener.ear(listener.channels[0]) if listener is not None else None
+
+    def wanted(self) -> threading.Event | None:
+        """Set whenever a reader asks the store's projector to catch up (PostgreSQL)."""
+        listener = self.listener()
+        return listener.ear(listener.channels[1]) if listener is not None else None
 
     def close(self) -> None:
         for close in reversed(self.on_close):

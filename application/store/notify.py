@@ -1,4 +1,5 @@
-"""Hearing the store's inserts: one LISTEN per process, on the events table's channel.
+"""Hearing the store's inserts: one LISTEN per process, on the events table's channel (and on
+the channel where readers ask the store's projector to catch up, projections/role.py).
 
 Every insert NOTIFYs that channel (store/pg_insert.py, and the library's own insert), so the
 projector and a resting runner wait for a notification instead of asking the store's head every
@@ -10,7 +11,7 @@ event (the listener tells everyone once when it starts listening again).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -21,22 +22,33 @@ RETRY_S = 1.0
 
 
 class Listener:
-    """A thread LISTENing over a connection of its own; each ``ear`` is set on every insert."""
+    """A thread LISTENing on ``channels`` over a connection of its own; each ``ear`` of a
+    channel is set on every notification there (and on all of them whenever listening resumes,
+    for what came meanwhile was not heard)."""
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], channel: str) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], psycopg.Connection[Any]],
+        channels: Sequence[str],
+        payload: str = "",
+    ) -> None:
         self.connect = connect
-        self.channel = channel
+        self.channels = tuple(channels)
+        self.payload = payload
+        """A notification saying another payload is another store's (another schema's)."""
         self.listening = threading.Event()
-        self._ears: list[threading.Event] = []
+        self._ears: dict[str, list[threading.Event]] = {c: [] for c in self.channels}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="runledger-listen", daemon=True)
+        self._starting = threading.Lock()
 
-    def ear(self) -> threading.Event:
-        """An event set at every insert heard from now on (and whenever listening resumes)."""
+    def ear(self, channel: str) -> threading.Event:
+        """An event set at every notification on ``channel`` from now on."""
         heard = threading.Event()
-        self._ears.append(heard)
-        if not self._thread.is_alive() and not self._stop.is_set():
-            self._thread.start()
+        self._ears[channel].append(heard)
+        with self._starting:
+            if not self._thread.is_alive() and not self._stop.is_set():
+                self._thread.start()
         return heard
 
     def close(self) -> None:
@@ -44,9 +56,10 @@ class Listener:
         if self._thread.is_alive():
             self._thread.join(5)
 
-    def _tell(self) -> None:
-        for heard in list(self._ears):
-            heard.set()
+    def _tell(self, channels: Sequence[str]) -> None:
+        for channel in channels:
+            for heard in list(self._ears.get(channel, ())):
+                heard.set()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -54,16 +67,18 @@ class Listener:
                 self._listen()
             except psycopg.Error:
                 self.listening.clear()
-                self._tell()  # what came meanwhile was not heard: everyone looks once
+                self._tell(self.channels)
                 self._stop.wait(RETRY_S)
 
     def _listen(self) -> None:
         with self.connect() as conn:
-            conn.execute(SQL("LISTEN {}").format(Identifier(self.channel)))
+            for channel in self.channels:
+                conn.execute(SQL("LISTEN {}").format(Identifier(channel)))
             self.listening.set()
-            self._tell()
+            self._tell(self.channels)
             while not self._stop.is_set():
                 # A bounded wait, so that close() is noticed; notifications are not lost
                 # between waits: the connection queues them.
-                for _ in conn.notifies(timeout=0.25, stop_after=1):
-                    self._tell()
+                for note in conn.notifies(timeout=0.25, stop_after=1):
+                    if note.payload in ("", self.payload):  # "": the library's own insert
+                        self._tell([note.channel])

@@ -7,8 +7,10 @@ save's size: most of a sweep's save, which the crash fix makes once per module c
 same work in one prepared call: it takes the same EXCLUSIVE table lock (so positions still
 commit in order, which every reader of the store relies on), inserts, and answers the
 positions. Like the library's own insert it NOTIFYs the table's channel (the recorder's
-``channel_name``, no payload): the library's ``PostgresSubscription``, the projector and a
-resting runner LISTEN there instead of polling the store's head.
+``channel_name``), so the library's ``PostgresSubscription`` and a resting runner LISTEN there
+instead of polling the store's head. The payload is the schema's name: the channel is named by
+the table alone, so stores in other schemas of the database notify it too, and a listener
+keeps to its own (the library's subscription reads no payload).
 
 A store made by an earlier ``runledger init`` has no such function, or one that does not notify:
 its saves go the library's way (which notifies) until ``runledger init`` is run again.
@@ -21,7 +23,7 @@ from typing import Any
 
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.utils import retry
-from psycopg.sql import SQL, Composable, Identifier
+from psycopg.sql import SQL, Composable, Identifier, Literal
 
 FUNCTION = "rl_insert_events"
 
@@ -34,7 +36,7 @@ def create_statement(recorder: Any) -> Composable:
         "BEGIN "
         "PERFORM set_config('lock_timeout', lock_timeout, true); "
         "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
-        "NOTIFY {channel}; "
+        "NOTIFY {channel}, {schema_name}; "
         "RETURN QUERY INSERT INTO {schema}.{table} AS t "
         "(originator_id, originator_version, topic, state) "
         "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
@@ -46,6 +48,7 @@ def create_statement(recorder: Any) -> Composable:
         event=Identifier(recorder.stored_event_type_name),
         table=Identifier(recorder.events_table_name),
         channel=Identifier(recorder.channel_name),
+        schema_name=Literal(recorder.datastore.schema or "public"),
     )
 
 

@@ -1,0 +1,167 @@
+"""The read hook on PostgreSQL: the projector catches up; everyone else waits for it.
+
+A read must see every write saved before it (its own above all). The process holding the
+projector's role (role.py) catches the views up itself, as every process did before; any other
+asks it to (a NOTIFY on the store's wanted channel) and waits until the views have passed the
+store's head as the read began, which covers its own writes, and reads then. The views move
+when someone reads, as before: a projector that caught up on every insert would do the same
+work, only sooner. The wait is bounded: past it the read fails as the store's trouble
+(``late``) rather than answering stale. A waiter whose views do not move tries the role: with
+no projector alive, it becomes one, so a process alone never waits on nobody.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from runledger.projections.errors import CannotCatchUp, ProjectionStuck
+from runledger.projections.projector import Projector
+from runledger.projections.role import RETRY_S, Role
+
+log = logging.getLogger("runledger.projector")
+
+ASK_AGAIN_S = 0.5
+"""A waiting reader asks again this often: a wake-up sent while the projector's listener was
+reconnecting was not heard."""
+STEP_S = 0.005
+"""Between a waiting read's looks at the views' positions, doubling up to ``MAX_STEP_S``."""
+MAX_STEP_S = 0.05
+Late = Callable[[int, int], Exception]
+"""Made when a wait is over its bound: (the position needed, the position the views reached)."""
+
+
+class Following:
+    """``fresh`` for a PostgreSQL store shared by processes: catch up if this process is the
+    projector, else wait for it; the projecting thread starts with the first read."""
+
+    def __init__(
+        self,
+        projector: Projector,
+        role: Role,
+        catch_up: Callable[[], int],
+        *,
+        wait_s: float,
+        late: Late,
+        wanted: Callable[[], threading.Event | None],
+    ) -> None:
+        self.projector = projector
+        self.role = role
+        self.catch_up = catch_up
+        self.wait_s = wait_s
+        self.late = late
+        self.wanted = wanted
+        self.projecting: Projecting | None = None
+        self._starting = threading.Lock()
+
+    def fresh(self) -> int:
+        self._start()
+        if self.role.take():
+            return self.catch_up()
+        return self._wait(self.projector.head())
+
+    def close(self) -> None:
+        if self.projecting is not None:
+            self.projecting.stop()
+        self.role.release()
+
+    def _wait(self, target: int) -> int:
+        # Counted in steps slept rather than by the clock: a test's frozen clock holds
+        # time.monotonic still, while time.sleep always sleeps in real time.
+        waited, step, tried, asked = 0.0, STEP_S, 0.0, -ASK_AGAIN_S
+        while True:
+            reached = self.projector.reached()
+            if reached >= target:
+                return reached
+            if waited >= self.wait_s:
+                raise self.late(target, reached)
+            if waited - tried >= RETRY_S:
+                tried = waited
+                if self.role.take():
+                    return self.catch_up()
+            if waited - asked >= ASK_AGAIN_S:
+                asked = waited
+                self.role.want()
+            time.sleep(step)
+            waited += step
+            step = min(step * 2, MAX_STEP_S)
+
+    def _start(self) -> None:
+        if self.projecting is not None:
+            return
+        with self._starting:
+            if self.projecting is None:
+                self.projecting = Projecting(self.role, self.catch_up, self.wanted())
+                self.projecting.start()
+
+
+class Projecting:
+    """The projector's thread: while this process holds the role it catches the views up when
+    a reader elsewhere asks (``wanted``), and once as it takes the role; until then it tries the
+    role every ``RETRY_S``, so that one process takes over within seconds of the last one's
+    death."""
+
+    def __init__(
+        self, role: Role, catch_up: Callable[[], int], wanted: threading.Event | None
+    ) -> None:
+        self.role = role
+        self.catch_up = catch_up
+        self.wanted = wanted
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="runledger-projector", daemon=True)
+        self._said: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.wanted is not None:
+            self.wanted.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        held = False
+        while not self._stop.is_set():
+            if not (self.role.take() and self.role.still_held()):
+                held = False
+                self._stop.wait(RETRY_S)
+                continue
+            if not held or self._asked():
+                held = True
+                self._project()
+
+    def _asked(self) -> bool:
+        if self.wanted is None:
+            self._stop.wait(RETRY_S)
+            return False
+        asked = self.wanted.wait(RETRY_S)
+        self.wanted.clear()
+        return asked and not self._stop.is_set()
+
+    def _project(self) -> None:
+        try:
+            self.catch_up()
+            self._said = None
+        except CannotCatchUp:
+            # A process that cannot write the store must not keep the role from one that can.
+            self.role.release()
+            self._stop.wait(RETRY_S)
+        except ProjectionStuck as error:
+            # Every read meets it and says so (a 503, the runner's log, /readyz): not here too.
+            log.debug("the projector waits at a stuck view: %s", error)
+            self._stop.wait(RETRY_S)
+        except Exception as error:
+            # The store in trouble, a driver's error: a thread has no caller to tell, so it
+            # says so in the log once and tries again.
+            self._say(error)
+            self._stop.wait(RETRY_S)
+
+    def _say(self, error: Exception) -> None:
+        said = str(error)[:500]
+        if said != self._said:  # once per trouble, not once a second
+            log.warning("the projector cannot catch up: %s", said)
+            self._said = said

@@ -1,0 +1,184 @@
+"""One projector per PostgreSQL store (projections/role.py, following.py): the first process to
+read takes the role and projects; the others never apply an event, they wait for it and still
+see their own writes; when the projector's process dies another takes over within seconds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import runledger
+from runledger.application.bootstrap import bootstrap
+from runledger.application.errors import StoreUnavailable
+from runledger.application.modules.protocol import Registry
+from runledger.application.runledger import Runledger
+from runledger.application.settings import Settings
+from runledger.domain.resource import Resource
+from runledger.projections.role import ROLE_LOCK
+
+pytestmark = pytest.mark.postgres
+AT = datetime(2026, 12, 3, tzinfo=UTC)
+Boot = Callable[..., Runledger]
+
+
+@pytest.fixture
+def boot(pg_url: str) -> Iterator[Boot]:
+    opened: list[Runledger] = []
+
+    def make(**settings: object) -> Runledger:
+        rl = bootstrap(Settings.model_validate({"database_url": pg_url} | settings), Registry())
+        opened.append(rl)
+        return rl
+
+    yield make
+    for rl in opened:
+        rl.close()
+
+
+def counted(rl: Runledger) -> list[int]:
+    """Every catch-up this runledger's projector makes, counted."""
+    calls: list[int] = []
+    catch_up = rl.projector.catch_up
+
+    def count(*args: object, **kwargs: object) -> int:
+        calls.append(1)
+        return catch_up(*args, **kwargs)
+
+    rl.projector.catch_up = count  # type: ignore[method-assign]
+    return calls
+
+
+def entry(ref: str) -> Resource:
+    return Resource(
+        run_id=uuid.uuid4(),
+        step="spawn",
+        kind="creature",
+        ref=ref,
+        module="game",
+        action=None,
+        idempotency_key="k",
+        payload=None,
+        member_key=None,
+        until=None,
+        at=AT,
+    )
+
+
+def reads_entry(rl: Runledger, made: Resource) -> bool:
+    rows = rl.queries.retryable_entries(made.run_id, AT, 3, overdue_leases_only=False)
+    return [r.entry_id for r in rows] == [made.id]
+
+
+def until(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.05)
+
+
+def schema_of(url: str) -> str:
+    return url.rsplit("schema=", 1)[1]
+
+
+def holders(pg_admin: str, url: str) -> list[int]:
+    """The server pids holding the projector's role on ``url``'s schema."""
+    with psycopg.connect(pg_admin, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+            "AND l.classid = %s AND l.objid = hashtext(%s)::oid",
+            [ROLE_LOCK, schema_of(url)],
+        ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def test_only_the_first_reader_projects_and_another_sees_its_own_write_by_waiting(
+    boot: Boot, pg_url: str, pg_admin: str
+) -> None:
+    first, second = boot(), boot()
+    first_applied, second_applied = counted(first), counted(second)
+    first.queries.candidate_runs(AT, 3, 10)  # the first read: no one projects, it takes the role
+    assert len(holders(pg_admin, pg_url)) == 1
+    for n in range(3):
+        made = entry(f"c{n}")
+        second.app.save(made)
+        assert reads_entry(second, made)  # its own write, at once: it waited for the projector
+    assert second_applied == [] and first_applied
+    assert len(holders(pg_admin, pg_url)) == 1
+
+
+def test_a_read_whose_projector_does_not_move_fails_as_the_stores_trouble_past_its_wait(
+    boot: Boot, pg_url: str, pg_admin: str
+) -> None:
+    # A projector that holds the role and does nothing: a process paused, or hung.
+    with psycopg.connect(pg_admin, autocommit=True) as hung:
+        hung.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [ROLE_LOCK, schema_of(pg_url)])
+        hung_pid = hung.info.backend_pid
+        reader = boot(projection_wait_s=0.3)
+        applied = counted(reader)
+        reader.app.save(entry("c1"))
+        with pytest.raises(StoreUnavailable, match="did not reach position"):
+            reader.queries.candidate_runs(AT, 3, 10)
+        assert applied == []
+    # The hung one gone, the reader takes the role itself: a process alone never waits on nobody.
+    until(lambda: hung_pid not in holders(pg_admin, pg_url))
+    made = entry("c2")
+    reader.app.save(made)
+    assert reads_entry(reader, made)
+    assert applied
+
+
+PROJECTOR = """
+import sys, time
+from datetime import UTC, datetime
+from runledger.application.bootstrap import bootstrap
+from runledger.application.modules.protocol import Registry
+from runledger.application.settings import Settings
+
+rl = bootstrap(Settings(database_url=sys.argv[1]), Registry())
+rl.queries.candidate_runs(datetime.now(UTC), 3, 10)
+print("projecting", flush=True)
+time.sleep(600)
+"""
+
+
+def test_when_the_projectors_process_is_killed_another_takes_over_and_the_views_catch_up(
+    boot: Boot, pg_url: str, pg_admin: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "projector.py"
+    script.write_text(textwrap.dedent(PROJECTOR))
+    here = str(Path(runledger.__file__).resolve().parents[1])  # this tree's runledger
+    env = {**os.environ, "PYTHONPATH": here}
+    projector = subprocess.Popen(
+        [sys.executable, str(script), pg_url], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert projector.stdout is not None
+        assert projector.stdout.readline().strip() == "projecting"
+        [theirs] = holders(pg_admin, pg_url)
+        reader = boot()
+        applied = counted(reader)
+        made = entry("c1")
+        reader.app.save(made)
+        assert reads_entry(reader, made) and applied == []  # the other process projected it
+        os.kill(projector.pid, signal.SIGKILL)
+        projector.wait(30)
+        later = entry("c2")
+        reader.app.save(later)  # nothing reads: the reader's projecting thread takes over
+        until(lambda: holders(pg_admin, pg_url) not in ([], [theirs]))
+        until(lambda: reader.projector.behind() == 0)
+        assert applied and reads_entry(reader, later)
+    finally:
+        if projector.poll() is None:
+            projector.kill()
+            projector.wait(30)
