@@ -105,11 +105,10 @@ class Pages:
         self.backend = backend
         self.fresh = fresh
 
-    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
-        self.fresh()
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(self.backend.sql(statement), params)
-            return list(cursor.fetchall())
+    def _rows(self, statement: str, params: list[Any], *, caught_up: bool = False) -> list[Any]:
+        if not caught_up:
+            self.fresh()
+        return self.backend.select(self.backend.sql(statement), params)
 
     def runs(
         self,
@@ -159,8 +158,10 @@ class Pages:
                 ORDER BY position DESC LIMIT %s""",
             [*params, limit + 1],
         )
-        counted = self._rows(
-            "SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s", [str(run_id)]
+        counted = self._rows(  # caught up for the lines, just before
+            "SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s",
+            [str(run_id)],
+            caught_up=True,
         )
         lines = [LogLine.of(row) for row in reversed(rows[:limit])]
         return LogLines(lines, int(counted[0]["n"]), len(rows) > limit)
