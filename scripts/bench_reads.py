@@ -92,11 +92,11 @@ def made_run(n: int, entries: int, at: datetime) -> list[Any]:
 
 def history(runs: int, entries: int) -> Iterator[tuple[int, list[Any]]]:
     """(runs made so far, aggregates) a batch at a time; the first run is the big one."""
-    each = max((entries - BIG) // max(runs - 1, 1), 0)
+    each, extra = divmod(max(entries - BIG, 0), max(runs - 1, 1))
     batch: list[Any] = []
     for n in range(runs):
         at = NOW - timedelta(seconds=runs - n)
-        batch += made_run(n, BIG if n == 0 else each, at)
+        batch += made_run(n, BIG if n == 0 else each + (n <= extra), at)
         if (n + 1) % BATCH == 0 or n == runs - 1:
             yield n + 1, batch
             batch = []
@@ -142,8 +142,11 @@ def store(runs: int, entries: int, fresh: bool) -> str:
             [schema],
         ).fetchone()
         if exists:
-            n = conn.execute(f"SELECT COUNT(*) FROM {schema}.rl_runs").fetchone()
-            if n is not None and n[0] == runs:
+            n = conn.execute(
+                f"SELECT (SELECT COUNT(*) FROM {schema}.rl_runs), "
+                f"(SELECT COUNT(*) FROM {schema}.rl_resources)"
+            ).fetchone()
+            if n is not None and tuple(n) == (runs, entries):
                 print(f"store: the schema {schema} built earlier ({runs:,} runs), used again")
                 return url
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
