@@ -316,18 +316,19 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="3,000 runs, 30,000 entries")
     parser.add_argument("--fresh", action="store_true", help="build the store again")
     parser.add_argument("--drop", action="store_true", help="drop the store at the end")
+    parser.add_argument("--schema", help="measure the store in this schema as it is")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: apt-get install -y wrk")
     runs, entries = (3_000, 30_000) if args.small else (args.runs, args.entries)
     print(uptime())
-    url = store(runs, entries, args.fresh)
+    url = f"{PG_ADMIN}?schema={args.schema}" if args.schema else store(runs, entries, args.fresh)
     try:
         measure(url, args.clients, args.seconds)
     finally:
         if args.drop:
             with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-                conn.execute(f"DROP SCHEMA bench_reads_{runs}_{entries} CASCADE")
+                conn.execute(f"DROP SCHEMA {url.rpartition('=')[2]} CASCADE")
 
 
 if __name__ == "__main__":
