@@ -30,7 +30,9 @@ from runledger.application.services.sessions import Sessions
 from runledger.application.services.sweep.pacing import Wake
 from runledger.application.services.tokens import Tokens
 from runledger.application.services.webhooks import Webhooks
+from runledger.application.services.webhooks_outbox import Outbox
 from runledger.application.services.webhooks_send import Sender
+from runledger.application.services.webhooks_watch import Watcher
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.application.telemetry import Telemetry
@@ -110,8 +112,18 @@ class Runledger:
 
     def sender(self, worker: str) -> Sender:
         """What sends this store's webhooks from this process (serve and runner start one)."""
+        watcher = Watcher(
+            outbox=Outbox(app=self.app, clock=self.clock),
+            fleet=self.fleet,
+            projector=self.projector,
+            clock=self.clock,
+        )
         return Sender(
-            webhooks=self.webhooks, settings=self.settings, clock=self.clock, worker=worker
+            webhooks=self.webhooks,
+            settings=self.settings,
+            clock=self.clock,
+            worker=worker,
+            watcher=watcher,
         )
 
     def close(self) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from runledger.projections.backend import Backend
+from runledger.projections.errors import ProjectionStuck
 
 
 class DeliveryRows:
@@ -18,7 +20,10 @@ class DeliveryRows:
         self.fresh = fresh
 
     def _ids(self, statement: str, params: list[Any]) -> list[UUID]:
-        self.fresh()
+        # Another view stuck on an event stops every catch-up: these rows are read as they
+        # stand then, so that "projection stuck" itself is still sent.
+        with contextlib.suppress(ProjectionStuck):
+            self.fresh()
         with self.backend.transaction(commit=False) as cursor:
             cursor.execute(self.backend.sql(statement), params)
             return [UUID(row["delivery_id"]) for row in cursor.fetchall()]

@@ -91,10 +91,12 @@ def runner(
         name = worker or default_worker()
         ticking = guarded(lambda: rl.runner(name))
         served = guarded(lambda: metrics(rl, ticking, metrics_host, metrics_port))
+        sending = rl.sender(name).started(stop)  # webhooks, sent from every runner and serve
         console.print(f"runner {safe_text(name)} ticking every {interval:g}s")
         try:
             ticks = ticking.run(interval, stop)
         finally:
+            sending.join(SENDING_S)
             if served is not None:
                 served.stop()
         console.print(f"runner {safe_text(name)} stopped after {ticks} ticks")
@@ -120,6 +122,10 @@ def metrics(rl: Runledger, ticking: Runner, host: str, port: int) -> MetricsServ
 def port_checked(port: int) -> None:
     if not 0 <= port < 65536:
         raise Usage(f"--metrics-port: must be a port from 1 to 65535 (0: none), not {port}")
+
+
+SENDING_S = 10.0
+"""How long a stopping runner waits for a webhook in flight (its POST is bounded at 5 s)."""
 
 
 def default_worker() -> str:

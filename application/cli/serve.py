@@ -16,7 +16,7 @@ from runledger.application.bootstrap import bootstrap
 from runledger.application.cli.demo import prepared, run_demo
 from runledger.application.cli.errors import OPERATOR_ERRORS, Usage, guarded
 from runledger.application.cli.options import interval_s, worker_checked
-from runledger.application.cli.runner import default_worker
+from runledger.application.cli.runner import SENDING_S, default_worker
 from runledger.application.display import safe_text
 from runledger.application.errors import BadRequest
 from runledger.application.runledger import Runledger
@@ -58,6 +58,7 @@ def serve(
     settings, where = prepared() if demo else (guarded(Settings.from_env), "")
     with guarded(lambda: bootstrap(settings)) as rl:
         stop = threading.Event()
+        sending = rl.sender(worker_name or default_worker()).started(stop)  # webhooks
         thread = (
             _worker_thread(rl, worker_name or default_worker(), interval, stop, demo, runner)
             if demo or runner
@@ -88,6 +89,7 @@ def serve(
             stop.set()
             if thread is not None:
                 thread.join()
+            sending.join(SENDING_S)
         log.info("stopped")
 
 

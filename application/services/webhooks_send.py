@@ -21,6 +21,7 @@ from eventsourcing.persistence import IntegrityError
 from runledger.application.services.retry_at import retry_at
 from runledger.application.services.webhooks import Webhooks
 from runledger.application.services.webhooks_sign import signature
+from runledger.application.services.webhooks_watch import Watcher
 from runledger.application.settings import Settings
 from runledger.domain.backoff import Backoff
 from runledger.domain.delivery import Delivery, NotDue
@@ -32,6 +33,8 @@ TIMEOUT_S = 5.0
 CLAIM_S = 30.0
 """How long a claim holds: the send's bound with room for its save; a dead sender's lapses."""
 BATCH = 20
+WATCH_EVERY_S = 15.0
+"""How often a sender looks for runners gone and projections stuck."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,10 @@ class Sender:
         settings: Settings,
         clock: Callable[[], datetime],
         worker: str,
+        watcher: Watcher | None = None,
     ) -> None:
         self.webhooks = webhooks
+        self.watcher = watcher
         self.app = webhooks.app
         self.settings = settings
         self.clock = clock
@@ -126,11 +131,20 @@ class Sender:
         except IntegrityError:
             log.warning("delivery %s: its attempt lost a race and is not recorded", delivery.id)
 
+    def one_round(self, watch: bool) -> None:
+        if watch and self.watcher is not None:
+            self.watcher.look()
+        self.send_due()
+
     def run(self, stop: threading.Event, every_s: float = 1.0) -> None:
-        """Send what comes due until ``stop``; a failing store is said and met again later."""
+        """Send what comes due until ``stop``, looking for unsaved facts now and then; a
+        failing store is said and met again later."""
+        looks = max(1, round(WATCH_EVERY_S / every_s))
+        rounds = 0
         while not stop.wait(every_s):
+            rounds += 1
             try:
-                self.send_due()
+                self.one_round(watch=rounds % looks == 1 or looks == 1)
             except Exception as error:  # the loop outlives an outage: said, then met again
                 log.warning("webhooks not sent this round: %s", safe_text(error, 300))
 
