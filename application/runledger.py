@@ -124,6 +124,7 @@ class Runledger:
             clock=self.clock,
             worker=worker,
             watcher=watcher,
+            failed=lambda event: self.telemetry.webhook_failures.labels(event).inc(),
         )
 
     def close(self) -> None:

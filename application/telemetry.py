@@ -69,6 +69,12 @@ class Telemetry:
             ["door"],
             registry=self.registry,
         )
+        self.webhook_failures = Counter(
+            "runledger_webhook_deliveries_failed",
+            "Webhook attempts not answered 2xx (refused, timed out, an error status), by event.",
+            ["event"],
+            registry=self.registry,
+        )
         built(self.registry)
 
     def tick(self, report: TickReport, advance_s: float, cleanup_s: float) -> None:

@@ -78,9 +78,12 @@ class Sender:
         clock: Callable[[], datetime],
         worker: str,
         watcher: Watcher | None = None,
+        failed: Callable[[str], None] = lambda _event: None,
     ) -> None:
         self.webhooks = webhooks
         self.watcher = watcher
+        self.failed = failed
+        """Told the event of each attempt that was not answered 2xx (a metric counts them)."""
         self.app = webhooks.app
         self.settings = settings
         self.clock = clock
@@ -126,6 +129,8 @@ class Sender:
         attempt = len(delivery.attempts) + 1
         later = retry_at(backoff(self.settings), attempt, allowed, now)
         delivery.attempted(answer.status, answer.error, now, later)
+        if delivery.state != "delivered":
+            self.failed(delivery.fact)
         try:
             self.app.save(delivery)
         except IntegrityError:

@@ -103,6 +103,10 @@ def test_a_receiver_that_fails_twice_gets_it_on_the_third_attempt(
     [delivery] = rl.webhooks.deliveries(added.subscription.subscription_id, 10)
     assert [a.status for a in delivery.attempts] == [500, 503, 200]
     assert delivery.state == "delivered"
+    failed = rl.telemetry.registry.get_sample_value(
+        "runledger_webhook_deliveries_failed_total", {"event": "run.aborted"}
+    )
+    assert failed == 2  # what the shipped alert rule RunledgerWebhookFailing reads
 
 
 def test_a_receiver_that_never_answers_is_marked_failed_after_its_attempts(
