@@ -66,11 +66,28 @@ def triggers(b: Backend) -> list[str]:
     return made
 
 
+# An update moves the counts only through rows whose counted columns moved: a claim, an attempt,
+# a new version of a row leave them as they were, and most pages write only those.
+_CHANGED = (
+    "n.status IS DISTINCT FROM o.status OR n.terminal IS DISTINCT FROM o.terminal OR "
+    "n.run_id IS DISTINCT FROM o.run_id"
+)
+
+
+def _side(side: str, both: bool) -> str:
+    if not both:
+        return f"{side.lower()}_rows"
+    this, other = ("new_rows n", "old_rows o") if side == "NEW" else ("old_rows o", "new_rows n")
+    kept = "n" if side == "NEW" else "o"
+    return f"(SELECT {kept}.* FROM {this} JOIN {other} ON o.entry_id = n.entry_id WHERE {_CHANGED})"
+
+
 def _moves(new: str | None, old: str | None, columns: str) -> str:
     """The rows written (+1) and the rows they replaced (-1), with ``columns``."""
     sides = [(new, "1"), (old, "-1")]
+    both = new is not None and old is not None
     return " UNION ALL ".join(
-        f"SELECT {columns.format(s=sign)} FROM {side.lower()}_rows n"
+        f"SELECT {columns.format(s=sign)} FROM {_side(side, both)} n"
         for side, sign in sides
         if side
     )
@@ -116,8 +133,10 @@ def _runs(b: Backend, new: str | None, old: str | None) -> str:
     else:
         moves = "SELECT n.run_id, NULL::text AS status FROM old_rows n"
     tally = b.qualify(TALLY)
+    # Only runs whose status moved: a page rewrites a run's row for every phase it advances.
     return f"""WITH moved AS (SELECT m.run_id, t.status AS s0, m.status AS s1, t.entries,
-            t.unresolved, t.openish FROM ({moves}) m LEFT JOIN {tally} t ON t.run_id = m.run_id),
+            t.unresolved, t.openish FROM ({moves}) m LEFT JOIN {tally} t ON t.run_id = m.run_id
+            WHERE t.status IS DISTINCT FROM m.status),
         kept AS (INSERT INTO {tally} (run_id, status, entries, unresolved, openish)
             SELECT run_id, s1, 0, 0, 0 FROM moved
             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status),
