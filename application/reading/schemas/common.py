@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from typing import Annotated, Generic, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -22,10 +23,20 @@ SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\
 """What str.strip() takes away (str.isspace), spelt out: regex engines differ on `\\s`."""
 SAID = rf"^[{SPACE}]*[^{SPACE}\x00][^\x00]*$"
 
-StoredText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": NO_NUL})]
+
+def _pattern(pattern: str) -> Callable[[dict[str, Any]], None]:
+    """The document's pattern for a kind of text, unless the field says a stricter one."""
+
+    def said(schema: dict[str, Any]) -> None:
+        schema.setdefault("pattern", pattern)
+
+    return said
+
+
+StoredText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra=_pattern(NO_NUL))]
 """Text a store can hold and compare: no NUL, no lone surrogates, bounded. The document says
 the NUL; the check itself is the store's (domain/values.py), with its own words."""
-SaidText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": SAID})]
+SaidText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra=_pattern(SAID))]
 """StoredText that says something: not only spaces (a name, a reason)."""
 
 
