@@ -172,6 +172,10 @@ def _fuzz(base: str, secret: str, asked: argparse.Namespace) -> str:
         "junit",
         "--report-dir",
         str(asked.out.resolve()),
+        # A webhook added here would have the runner inside serve POST to whatever URL was
+        # generated; the suite's fuzz covers those routes in process, with no runner.
+        "--exclude-path-regex",
+        "^/admin/webhooks",
         "--continue-on-failure",
         "--suppress-health-check",
         "all",
