@@ -34,12 +34,15 @@ _COUNTED = f"""SELECT u.run_id, u.status, u.name, u.started_at,
 # The counts view's exact classes, and its ``open`` runs that have ended judged now: pending
 # while an open entry has attempts left or a live claim (statements._OPEN), else incomplete.
 # Those are read from the tally's index of them and the open-entries index, so the cost follows
-# the runs cleanup is still busy with or that used their attempts, not the store.
+# the runs cleanup is still busy with or that used their attempts, not the store. A probe a run
+# (LIMIT 1), not EXISTS: PostgreSQL hashed an EXISTS, reading every open entry of the store,
+# running runs' too (scripts/MEASUREMENTS.md, "Reads at 100,000 runs").
 COUNTED_RUNS = f"""SELECT k.status, k.class, k.n FROM {{rl_counts}} k
     WHERE k.what = 'runs' AND k.n <> 0 AND NOT (k.class = 'open' AND k.status <> 'running')
     UNION ALL
-    SELECT t.status, CASE WHEN EXISTS (SELECT 1 FROM {{rl_resources}} r
-            WHERE r.run_id = t.run_id AND {_OPEN}) THEN 'pending' ELSE 'incomplete' END,
+    SELECT t.status, CASE WHEN (SELECT 1 FROM {{rl_resources}} r
+            WHERE r.run_id = t.run_id AND {_OPEN} LIMIT 1) IS NULL
+            THEN 'incomplete' ELSE 'pending' END,
         COUNT(*)
     FROM {{rl_run_tally}} t WHERE t.openish > 0 AND t.status <> 'running'
     GROUP BY 1, 2"""

@@ -107,6 +107,8 @@ def create(backend: Backend, cursor: Cursor) -> None:
         cursor.execute(statement)
     for statement in recount(backend):
         cursor.execute(statement)
+    for statement in engine.analysed(backend):
+        cursor.execute(statement)
 
 
 def drop(backend: Backend, cursor: Cursor) -> None:

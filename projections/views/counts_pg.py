@@ -31,6 +31,12 @@ def lock(b: Backend, cursor: Cursor) -> None:
     cursor.execute(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE")
 
 
+def analysed(b: Backend) -> list[str]:
+    """Statistics for the tally counted again: without them the planner guessed every run open
+    and compiled /metrics' read (JIT) for a second (scripts/MEASUREMENTS.md)."""
+    return [f"ANALYZE {b.qualify(TALLY)}"]
+
+
 def trigger_names(b: Backend, cursor: Cursor) -> set[str]:
     cursor.execute(
         """SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid

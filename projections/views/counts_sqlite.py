@@ -26,6 +26,10 @@ def lock(b: Backend, cursor: Cursor) -> None:
     """SQLite has one writer at a time: the transaction that counts is it."""
 
 
+def analysed(b: Backend) -> list[str]:
+    return []
+
+
 def trigger_names(b: Backend, cursor: Cursor) -> set[str]:
     cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
     return {row["name"] for row in cursor.fetchall()}
