@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck
+from runledger.projections.postgres import PostgresBackend
 from runledger.projections.projector import Projector
 from runledger.projections.role import RETRY_S, Role
 
@@ -60,7 +61,8 @@ class Following:
         self._start()
         if self.role.take():
             return self.catch_up()
-        return self._wait(self.projector.head())
+        head, reached = self._level()
+        return reached if reached >= head else self._wait(head)
 
     def close(self) -> None:
         if self.projecting is not None:
@@ -88,12 +90,29 @@ class Following:
             waited += step
             step = min(step * 2, MAX_STEP_S)
 
+    def _level(self) -> tuple[int, int]:
+        """The store's head and where every view is, in one round trip: level, read at once."""
+        backend = self.projector.backend
+        if not isinstance(backend, PostgresBackend):
+            return self.projector.head(), self.projector.reached()
+        names = [v.name for v in self.projector.views]
+        markers = backend.markers(len(names))
+        tracking = backend.qualify("rl_tracking")
+        [row] = backend.select(
+            f'SELECT (SELECT MAX(notification_id) FROM "{backend.schema}".{backend.events_table})'
+            f" AS head, (SELECT COUNT(*) FROM {tracking} WHERE name IN ({markers})) AS tracked,"
+            f" (SELECT MIN(position) FROM {tracking} WHERE name IN ({markers})) AS reached",
+            [*names, *names],
+        )
+        reached = int(row["reached"] or 0) if row["tracked"] == len(names) else 0
+        return int(row["head"] or 0), reached
+
     def _start(self) -> None:
         if self.projecting is not None:
             return
         with self._starting:
             if self.projecting is None:
-                self.projecting = Projecting(self.role, self.catch_up, self.wanted())
+                self.projecting = Projecting(self.role, self.catch_up, self.wanted)
                 self.projecting.start()
 
 
@@ -104,11 +123,17 @@ class Projecting:
     death."""
 
     def __init__(
-        self, role: Role, catch_up: Callable[[], int], wanted: threading.Event | None
+        self,
+        role: Role,
+        catch_up: Callable[[], int],
+        listen: Callable[[], threading.Event | None],
     ) -> None:
         self.role = role
         self.catch_up = catch_up
-        self.wanted = wanted
+        self.listen = listen
+        """Called once this process holds the role: only the projector LISTENs for readers'
+        asks, so a process that never projects holds no connection for it."""
+        self.wanted: threading.Event | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="runledger-projector", daemon=True)
         self._said: str | None = None
@@ -130,8 +155,12 @@ class Projecting:
                 held = False
                 self._stop.wait(RETRY_S)
                 continue
-            if not held or self._asked():
+            if not held:
                 held = True
+                if self.wanted is None:
+                    self.wanted = self.listen()
+                self._project()
+            elif self._asked():
                 self._project()
 
     def _asked(self) -> bool:
