@@ -70,3 +70,13 @@ def test_a_value_past_64_bits_in_params_is_refused_as_the_document_says(api: Api
     answer = api.post("/admin/definitions", "operator", json={"name": "big", "spec": spec})
     assert answer.status_code == 422, answer.text
     assert "beyond 64 bits" in answer.json()["detail"][0]["msg"]
+
+
+def test_a_time_no_datetime_holds_in_utc_is_the_clock_s_refusal_not_a_500(api: Api) -> None:
+    created = api.post("/admin/definitions", "operator", json={"name": "d", "spec": shard_run(1)})
+    assert created.status_code == 201, created.text
+    assert api.post("/admin/definitions/d/publish", "operator").is_success
+    for at in ("0001-01-01T00:00:00+00:08", "9999-12-31T23:59:59-00:08"):
+        answer = api.post("/admin/definitions/d/occurrences", "operator", json={"at": at})
+        assert answer.status_code == 409, (at, answer.text)
+        assert answer.json()["detail"].startswith("at: "), answer.text

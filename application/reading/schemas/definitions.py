@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import AliasChoices, AwareDatetime, ConfigDict, Field
+from pydantic import AfterValidator, AliasChoices, AwareDatetime, ConfigDict, Field
 
 from runledger.application.reading.schemas.common import Answer, Ask, Page
 from runledger.application.reading.schemas.specs import Spec
@@ -37,8 +37,19 @@ class Draft(Ask):
     spec: Spec = Field(description=SPEC)
 
 
+def _in_utc(value: datetime) -> datetime:
+    """The time in UTC. One a datetime cannot hold in UTC (year 1 ahead of UTC, year 9999
+    behind it) is the nearest it can, which the clock's rule then refuses (409), not a 500."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        return (datetime.min if value.year == 1 else datetime.max).replace(tzinfo=UTC)
+
+
 class NewOccurrence(Ask):
-    at: AwareDatetime = Field(description="when it starts (with its time zone)")
+    at: Annotated[AwareDatetime, AfterValidator(_in_utc)] = Field(
+        description="when it starts (with its time zone)"
+    )
 
 
 class DryRun(Answer):
