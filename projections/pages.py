@@ -57,6 +57,17 @@ def _cleanup(status: str, klass: str) -> str:
     return "pending" if status == "running" else klass
 
 
+# Each run's counts for CLEANUP_STATUS_SQL from its tally in the counts view, read in start
+# order through rl_runs' index: three counts of its entries for every run passed cost the runs
+# page filtered by cleanup status a scan of every entry. ``open`` is 0 or 1 here (whether any
+# open entry may still be worked: a probe, only of a run with one open and not terminal).
+_TALLIED = f"""SELECT u.run_id, u.status, u.name, u.started_at,
+        COALESCE(t.entries, 0) AS entries, COALESCE(t.unresolved, 0) AS unresolved,
+        CASE WHEN COALESCE(t.openish, 0) = 0 THEN 0
+            WHEN (SELECT 1 FROM {{rl_resources}} r WHERE r.run_id = u.run_id AND {_OPEN}
+                LIMIT 1) IS NULL THEN 0 ELSE 1 END AS open
+    FROM {{rl_runs}} u LEFT JOIN {{rl_run_tally}} t ON t.run_id = u.run_id"""
+
 UNDER_WAY = "under_way"
 
 
@@ -141,7 +152,7 @@ class Pages:
             params += [after.started_at, after.started_at, after.run_id]
         # The counts are needed only to filter by cleanup status.
         source = (
-            f"({_COUNTED}) c"
+            f"({_TALLIED}) c"
             if where.cleanup_status is not None
             else "(SELECT u.run_id, u.status, u.name, u.started_at FROM {rl_runs} u) c"
         )
@@ -149,7 +160,7 @@ class Pages:
         clause = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         statement = f"""SELECT c.run_id, c.started_at FROM {source} {clause}
             ORDER BY c.started_at DESC, c.run_id DESC LIMIT %s"""
-        rows = self._rows(statement, [*counted, *params, limit])
+        rows = self._rows(self._counted(statement), [*counted, *params, limit])
         return [(UUID(r["run_id"]), Cursor(float(r["started_at"]), r["run_id"])) for r in rows]
 
     def log(self, run_id: UUID, limit: int, before: int | None) -> LogLines:

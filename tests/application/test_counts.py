@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -17,6 +18,7 @@ from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings, store_config
 from runledger.application.store.ledger_app import initialising
 from runledger.projections.backend import Backend, Cursor
+from runledger.projections.pages import _COUNTED, CLEANUP_STATUS_SQL, UNDER_WAY, RunFilter
 from runledger.projections.rebuild import rebuild
 from runledger.projections.views import counts
 from tests.application.test_projections import ledger_a_run
@@ -58,6 +60,30 @@ def assert_counts_agree(rl: Runledger) -> None:
                 now, attempts
             ), (later, attempts)
     assert rl.pages.unresolved_counts() == rl.pages.unresolved_counts_scanned()
+    for later in LATER[:2]:
+        for attempts in ATTEMPTS:
+            assert_filters_agree(rl, rl.clock() + later, attempts)
+
+
+CLEANUPS = ("not_required", "pending", "complete", "incomplete", UNDER_WAY)
+
+
+def assert_filters_agree(rl: Runledger, now: Any, attempts: int) -> None:
+    """The runs page filtered by cleanup status (from the tally) lists the runs the scan of
+    every run's entries finds."""
+    for cleanup in CLEANUPS:
+        listed = {
+            r for r, _ in rl.pages.runs(RunFilter(cleanup_status=cleanup), 500, None, now, attempts)
+        }
+        wanted = "pending" if cleanup == UNDER_WAY else cleanup
+        running = "AND c.status <> 'running'" if cleanup == UNDER_WAY else ""
+        rows = rl.backend.select(
+            rl.backend.sql(
+                f"SELECT c.run_id FROM ({_COUNTED}) c WHERE ({CLEANUP_STATUS_SQL}) = %s {running}"
+            ),
+            [attempts, now.timestamp(), wanted],
+        )
+        assert listed == {UUID(r["run_id"]) for r in rows}, cleanup
 
 
 class CountedMachine(LedgerMachine):
