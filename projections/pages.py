@@ -57,17 +57,6 @@ def _cleanup(status: str, klass: str) -> str:
     return "pending" if status == "running" else klass
 
 
-# Each run's counts for CLEANUP_STATUS_SQL from its tally in the counts view, read in start
-# order through rl_runs' index: three counts of its entries for every run passed cost the runs
-# page filtered by cleanup status a scan of every entry. ``open`` is 0 or 1 here (whether any
-# open entry may still be worked: a probe, only of a run with one open and not terminal).
-_TALLIED = f"""SELECT u.run_id, u.status, u.name, u.started_at,
-        COALESCE(t.entries, 0) AS entries, COALESCE(t.unresolved, 0) AS unresolved,
-        CASE WHEN COALESCE(t.openish, 0) = 0 THEN 0
-            WHEN (SELECT 1 FROM {{rl_resources}} r WHERE r.run_id = u.run_id AND {_OPEN}
-                LIMIT 1) IS NULL THEN 0 ELSE 1 END AS open
-    FROM {{rl_runs}} u LEFT JOIN {{rl_run_tally}} t ON t.run_id = u.run_id"""
-
 UNDER_WAY = "under_way"
 
 
@@ -152,7 +141,7 @@ class Pages:
             params += [after.started_at, after.started_at, after.run_id]
         # The counts are needed only to filter by cleanup status.
         source = (
-            f"({_TALLIED}) c"
+            f"({_COUNTED}) c"
             if where.cleanup_status is not None
             else "(SELECT u.run_id, u.status, u.name, u.started_at FROM {rl_runs} u) c"
         )
