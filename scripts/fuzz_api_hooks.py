@@ -29,11 +29,16 @@ def unique_ids(body: Any) -> bool:
 
 
 def _repeats(spec: dict[str, Any]) -> bool:
-    phases = [p for p in spec.get("phases") or [] if isinstance(p, dict)]
-    steps = [s for p in phases for s in p.get("steps") or [] if isinstance(s, dict)]
+    phases = [p for p in _listed(spec.get("phases")) if isinstance(p, dict)]
+    steps = [s for p in phases for s in _listed(p.get("steps")) if isinstance(s, dict)]
     return any(_twice([one.get("id") for one in found]) for found in (phases, steps))
 
 
 def _twice(ids: list[Any]) -> bool:
     named = [i for i in ids if isinstance(i, str)]
     return len(set(named)) != len(named)
+
+
+def _listed(value: Any) -> list[Any]:
+    """A list, or nothing: a body made to be wrong may hold a number where a list goes."""
+    return value if isinstance(value, list) else []
