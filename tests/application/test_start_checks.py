@@ -1,7 +1,8 @@
 """A start checks what a dry run checks (SPEC "Runs, steps and dispatch"), on an SQLite file and
 on PostgreSQL: params the action's model refuses, a manual phase with after_s and a lease target
-another live run holds now are refused by the API (422 naming the field) and the CLI (exit 1),
-with nothing written; an action only another live runner serves stays startable; a due
+another live run holds now are refused by the API (409: the request is well formed and the
+loaded modules refuse it; the problem names the field) and the CLI (exit 1), with nothing
+written; an action only another live runner serves stays startable; a due
 occurrence whose target is held waits for the hold to end, and past HELD_WAIT starts as a run
 aborted before its first step, saying who holds what."""
 
@@ -126,12 +127,12 @@ def test_the_api_refuses_a_start_its_dry_run_would_naming_the_field_and_writes_n
 
     answer = sandboxed.post("/admin/events/runs", "operator", json=document())
 
-    assert answer.status_code == 422, answer.text
-    [problem] = answer.json()["detail"]
-    assert problem["loc"] == loc
-    assert problem["msg"].startswith(said), problem["msg"]
+    assert answer.status_code == 409, answer.text
+    detail = answer.json()["detail"]
+    assert detail.startswith(said), detail  # the field first: where in the body it is
+    assert said.startswith(".".join(map(str, loc[1:])) + ": ")
     if case == "held target":
-        assert str(holder) in problem["msg"]
+        assert str(holder) in detail
     assert written(rl) == before, "no event"
     assert run_ids(rl) == runs, "no run row"
     assert len(SandboxWorld(tmp_path / "sandbox.sqlite3").things()) == 0

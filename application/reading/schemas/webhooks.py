@@ -10,9 +10,8 @@ from pydantic import Field
 
 from runledger.application.reading.schemas.common import Answer, Ask, Page, StoredText
 from runledger.domain.delivery import Delivery
-from runledger.domain.subscription import MAX_URL, Subscription
+from runledger.domain.subscription import MAX_URL, Fact, Subscription
 
-FactName = Literal["run.needs_person", "run.aborted", "runner.gone", "projection.stuck"]
 URL = r"^https?://[^/?#@\x00-\x20\x7f-\x9f]+([/?#][^\x00-\x20\x7f-\x9f]*)?$"
 """http or https, a host with no user or password, no space or control character anywhere."""
 
@@ -23,7 +22,7 @@ class NewWebhook(Ask):
         pattern=URL,
         description="where to POST: http or https, no user or password in it",
     )
-    events: list[FactName] = Field(min_length=1, max_length=4, description="what to be told of")
+    events: list[Fact] = Field(min_length=1, max_length=4, description="what to be told of")
 
 
 class WebhookChange(Ask):
