@@ -5,34 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from datetime import UTC, datetime
 
 import pytest
 from eventsourcing.persistence import Notification
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresSubscription
 
 from runledger.application.runledger import Runledger
-from runledger.domain.resource import Resource
+from tests.support.recorded import entry
 
 pytestmark = pytest.mark.postgres
-AT = datetime(2026, 12, 3, tzinfo=UTC)
-
-
-def entry(ref: str) -> Resource:
-    return Resource(
-        run_id=uuid.uuid4(),
-        step="spawn",
-        kind="creature",
-        ref=ref,
-        module="game",
-        action=None,
-        idempotency_key="k",
-        payload=None,
-        member_key=None,
-        until=None,
-        at=AT,
-    )
 
 
 def test_a_library_subscription_receives_the_events_saved_after_it_started(

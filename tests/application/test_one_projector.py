@@ -10,9 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -26,9 +24,9 @@ from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
 from runledger.projections.role import ROLE_LOCK
+from tests.support.recorded import AT, entry
 
 pytestmark = pytest.mark.postgres
-AT = datetime(2026, 12, 3, tzinfo=UTC)
 Boot = Callable[..., Runledger]
 
 
@@ -57,22 +55,6 @@ def counted(rl: Runledger) -> list[int]:
 
     rl.projector.catch_up = count  # type: ignore[method-assign]
     return calls
-
-
-def entry(ref: str) -> Resource:
-    return Resource(
-        run_id=uuid.uuid4(),
-        step="spawn",
-        kind="creature",
-        ref=ref,
-        module="game",
-        action=None,
-        idempotency_key="k",
-        payload=None,
-        member_key=None,
-        until=None,
-        at=AT,
-    )
 
 
 def reads_entry(rl: Runledger, made: Resource) -> bool:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -20,25 +18,9 @@ from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.application.store.pg_insert import FUNCTION
 from runledger.domain.resource import Resource
+from tests.support.recorded import AT, entry
 
 pytestmark = pytest.mark.postgres
-AT = datetime(2026, 12, 3, tzinfo=UTC)
-
-
-def entry(ref: str) -> Resource:
-    return Resource(
-        run_id=uuid.uuid4(),
-        step="spawn",
-        kind="creature",
-        ref=ref,
-        module="game",
-        action=None,
-        idempotency_key="k",
-        payload=None,
-        member_key=None,
-        until=None,
-        at=AT,
-    )
 
 
 def schema_of(url: str) -> str:
