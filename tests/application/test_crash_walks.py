@@ -63,10 +63,14 @@ def fresh_store(admin: str) -> Iterator[str]:
 
 @contextmanager
 def observing(url: str) -> Iterator[Runledger]:
-    """The test's own view of the store: it starts runs and reads, and never ticks."""
+    """The test's own view of the store: it starts runs and reads, and never ticks. Its first
+    read makes it the store's projector on PostgreSQL (the first reader takes the role), so a
+    runner the walk freezes never holds the views back: a frozen process keeps its role's lock
+    until it is killed or resumed."""
     registry = Registry()
     registry.module(MODULE).action(ACTION, perform=_never, revert=_never)
     with bootstrap(Settings(database_url=url), registry) as rl:
+        rl.queries.candidate_runs(rl.clock(), 3, 1)
         yield rl
 
 
