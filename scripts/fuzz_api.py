@@ -137,7 +137,8 @@ def _until_up(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
             if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
                 return
         except httpx.TransportError:
-            pass
+            time.sleep(0.2)  # not listening yet: ask again until the deadline
+            continue
         time.sleep(0.2)
     raise SystemExit("serve did not answer /healthz within 60 s")
 

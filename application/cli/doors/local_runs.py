@@ -170,7 +170,9 @@ class LocalRuns:
         try:
             return UUID(text)
         except ValueError:
-            pass
+            return self._entry_named(text)
+
+    def _entry_named(self, text: str) -> UUID:
         found = self.rl.queries.entries_named(check_text(text, "ENTRY"))
         if not found:
             raise NotFound(f"no ledger entry named {safe_repr(text)}")
