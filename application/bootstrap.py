@@ -31,9 +31,10 @@ from runledger.application.services.sweep.give_back import GiveBack
 from runledger.application.services.tokens import Tokens
 from runledger.application.services.webhooks import Webhooks
 from runledger.application.services.webhooks_outbox import Outbox, install
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
 from runledger.application.store.one_projector import read_hook
+from runledger.application.store.url import store_config
 from runledger.application.telemetry import Telemetry
 from runledger.projections.backend import Backend
 from runledger.projections.definitions import DefinitionRows

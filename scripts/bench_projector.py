@@ -38,8 +38,9 @@ from eventsourcing.utils import Environment
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp
+from runledger.application.store.url import store_config
 from runledger.projections.backend import Backend
 from runledger.projections.projector import Projector
 from runledger.projections.schema import create_table

@@ -16,7 +16,8 @@ from runledger.application.cli import exits
 from runledger.application.cli.console import console
 from runledger.application.display import safe_text
 from runledger.application.errors import STORE_ERRORS, BadRequest, RunledgerError, store_error
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
+from runledger.application.store.url import store_config
 from runledger.domain.errors import DomainError
 
 T = TypeVar("T")

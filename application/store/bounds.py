@@ -31,8 +31,8 @@ from psycopg.abc import PQGen
 from psycopg_pool import PoolTimeout
 
 from runledger.application.errors import StoreUnavailable
-from runledger.application.settings import StoreConfig
 from runledger.application.store.outage import Outage
+from runledger.application.store.url import StoreConfig
 
 # The client's bound comes this long after the server's, so that a statement the server is
 # still there to cancel says so itself ("canceling statement due to statement timeout").

@@ -24,11 +24,11 @@ from runledger.application.errors import (
     StoreUnavailable,
     store_error,
 )
-from runledger.application.settings import StoreConfig
 from runledger.application.store import bounds, pg_insert, riding, saving, sqlite_file
 from runledger.application.store.notify import Listener
 from runledger.application.store.outage import Outage
 from runledger.application.store.transcoding import FastJSONTranscoder
+from runledger.application.store.url import StoreConfig
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.postgres import PostgresBackend

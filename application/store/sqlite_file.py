@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from runledger.application.errors import NotInitialised, StoreCorrupt, StoreUnavailable
-from runledger.application.settings import StoreConfig
+from runledger.application.store.url import StoreConfig
 from runledger.domain.text import safe_text
 from runledger.projections.backend import Backend
 from runledger.projections.sqlite import SQLiteBackend

@@ -15,8 +15,8 @@ from runledger.application.settings import (
     Settings,
     module_scope,
     refused_setting,
-    store_config,
 )
+from runledger.application.store.url import store_config
 from tests.support.reading import EVERY_VIEW
 
 

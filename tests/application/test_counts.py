@@ -15,8 +15,9 @@ from hypothesis.stateful import invariant, run_state_machine_as_test
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import NotInitialised
 from runledger.application.runledger import Runledger
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import initialising
+from runledger.application.store.url import store_config
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.pages import _COUNTED, CLEANUP_STATUS_SQL, UNDER_WAY, RunFilter
 from runledger.projections.rebuild import rebuild

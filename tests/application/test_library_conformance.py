@@ -23,10 +23,11 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
 from runledger.application.bootstrap import init_store
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, open_app
 from runledger.application.store.pg_insert import FUNCTION
 from runledger.application.store.transcoding import FastJSONTranscoder
+from runledger.application.store.url import store_config
 from tests.conftest import PG_ADMIN, drop_pg_url, new_pg_url
 
 

@@ -8,8 +8,9 @@ import pytest
 
 from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import NotInitialised
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import initialising
+from runledger.application.store.url import store_config
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.views.resources import ResourcesView
 from tests.application.test_projections import dump, ledger_a_run

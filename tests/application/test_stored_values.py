@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from runledger.application.errors import BadRequest
 from runledger.application.runledger import Runledger
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp
 from runledger.application.store.transcoding import FastJSONTranscoder
+from runledger.application.store.url import store_config
 from runledger.domain.errors import DomainError
 from runledger.domain.run import Run
 from runledger.domain.values import UnsafeValue, check_value, value_problem

@@ -19,7 +19,8 @@ from runledger.application.forwarded import ClientAddress
 from runledger.application.reading.schemas import fleet
 from runledger.application.runledger import Runledger
 from runledger.application.services.tokens import Actor, Tokens
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
+from runledger.application.store.url import store_config
 from runledger.domain.text import safe_text
 from runledger.projections.read_model import ReadModel
 from runledger.projections.tokens import TokenRows

@@ -21,7 +21,8 @@ from runledger.application.errors import (
     StoreError,
     store_error,
 )
-from runledger.application.settings import Settings, store_config
+from runledger.application.settings import Settings
+from runledger.application.store.url import store_config
 
 log = logging.getLogger("runledger.runner")
 T = TypeVar("T")
