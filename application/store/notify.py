@@ -74,8 +74,10 @@ class Listener:
         with self.connect() as conn:
             for channel in self.channels:
                 conn.execute(SQL("LISTEN {}").format(Identifier(channel)))
-            self.listening.set()
+            # Told before 'listening': whoever waits for it may clear its ear and trust that
+            # only an insert from now on sets it again.
             self._tell(self.channels)
+            self.listening.set()
             while not self._stop.is_set():
                 # A bounded wait, so that close() is noticed; notifications are not lost
                 # between waits: the connection queues them.
