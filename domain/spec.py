@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from runledger.domain.values import pattern, storable, storable_text
 
@@ -31,8 +40,17 @@ def _incoming(check: Any) -> Any:
     return AfterValidator(validate)
 
 
+def _a_number(value: Any, info: ValidationInfo) -> Any:
+    """A number as JSON writes it: pydantic's lax float reads false as 0 and "5" as 5, which
+    the document refuses. A spec read back from the store keeps reading as it always did."""
+    if info.context == STORED or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    raise PydanticCustomError("float_type", "Input should be a valid number")
+
+
 STORED = {"stored": True}
 Text = Annotated[str, _incoming(storable_text)]
+Seconds = Annotated[float, BeforeValidator(_a_number)]
 
 
 class StepSpec(_Spec):
@@ -47,7 +65,7 @@ class PhaseSpec(_Spec):
     id: str = Field(pattern=NAME)
     steps: list[StepSpec] = Field(min_length=1)
     advance: Literal["manual", "auto"] = "auto"
-    after_s: float = Field(0, ge=0, le=MAX_WAIT_S)
+    after_s: Seconds = Field(0, ge=0, le=MAX_WAIT_S)
 
 
 class RunSpec(_Spec):
