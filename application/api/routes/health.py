@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from runledger.application.api.deps import Credentials, checked
 from runledger.application.brake import BrakeDep
 from runledger.application.deps import ProjectorDep, SettingsDep
-from runledger.application.errors import STORE_ERRORS, RunledgerError
+from runledger.application.errors import RETRY_AFTER_S, STORE_ERRORS, RunledgerError
 from runledger.application.forwarded import ClientAddress
 from runledger.application.reading.schemas import fleet
 from runledger.application.runledger import Runledger
@@ -66,7 +66,11 @@ def readyz(
     ready = fleet.Readiness(ready=all(c.ok for c in checks), checks=checks)
     holder = checked(brake, address, credentials, _as_the_view_stands(request.app.state.rl))
     said = ready if holder is not None else Ready(ready=ready.ready)
-    return JSONResponse(said.model_dump(mode="json"), status_code=200 if ready.ready else 503)
+    if ready.ready:
+        return JSONResponse(said.model_dump(mode="json"))
+    # Not ready is a 503 like the store's trouble anywhere else, with the same wait.
+    retry = {"Retry-After": str(RETRY_AFTER_S)}
+    return JSONResponse(said.model_dump(mode="json"), status_code=503, headers=retry)
 
 
 def _as_the_view_stands(rl: Runledger) -> Callable[[str], Actor | None]:
