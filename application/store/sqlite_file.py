@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from runledger.application.errors import NotInitialised, StoreCorrupt, StoreUnavailable
+from runledger.application.store import outage_sqlite
 from runledger.application.store.url import StoreConfig
 from runledger.domain.text import safe_text
 from runledger.projections.backend import Backend
@@ -56,7 +57,11 @@ def refuse_damaged(backend: Backend, config: StoreConfig) -> None:
     """An SQLite file whose pages are damaged is refused before anything is written into it:
     a write may land on pages that are whole, and only a later read would find the damage.
     quick_check reads every page once, so it takes time in proportion to the file's size
-    (scripts/MEASUREMENTS.md, "quick_check before an SQLite file is written to")."""
+    (scripts/MEASUREMENTS.md, "quick_check before an SQLite file is written to").
+
+    A whole file is then watched: its outages are said once when they start and once when they
+    end (store/outage_sqlite.py). This is where every opening of an SQLite file passes with its
+    datastore, as PostgreSQL's passes store/bounds.py."""
     if not isinstance(backend, SQLiteBackend):
         return
     with backend.transaction(commit=False) as cursor:
@@ -69,6 +74,7 @@ def refuse_damaged(backend: Backend, config: StoreConfig) -> None:
             f"the {config.display} is damaged (corrupted): {safe_text(said[0], 240)}; "
             "nothing was written (restore it from a backup)"
         )
+    outage_sqlite.watch(backend.datastore, config.display, config.env["SQLITE_DBNAME"])
 
 
 def sqlite_name(path: str) -> str:

@@ -5,7 +5,8 @@ proxy of the test's own, which the test cuts (connections dropped, new ones refu
 black-holes (connections held, nothing answered, nothing closed), then mends. Every API and
 console route answers 503 with Retry-After within the bound, never a traceback; after the mend,
 200 again; and the server's log says the outage once when it starts and once when it ends.
-The bounds are short here (a connection within 1 s, a round trip within 1 s + 2 s of slack)."""
+The bounds are short here (a connection within 1 s, a round trip within 1 s + 2 s of slack).
+An SQLite file locked by another writer past its busy timeout is said the same way."""
 
 from __future__ import annotations
 
@@ -13,20 +14,25 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
 import pytest
 from eventsourcing.persistence import OperationalError
 
+from runledger.application import bootstrap as bootstrapping
 from runledger.application.asgi import create_app
 from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.errors import RETRY_AFTER_S
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
+from runledger.application.store.url import StoreConfig, store_config
 from tests.conftest import drop_pg_url, new_pg_url
-from tests.support.api_support import bearer, serving
+from tests.support.api_support import Shard, bearer, serving, shard_run
 from tests.support.console_support import Console, csrf_of, live_server
 from tests.support.proxy import Proxy
 
@@ -169,3 +175,43 @@ def test_a_drivers_error_under_a_read_is_a_503_in_one_sentence_not_a_500(
     posted = console.post("/signin", {"token": token, "csrf": csrf, "next": "/runs"})
     assert posted.status_code == 503 and "cannot be reached" in posted.text, posted.text
     assert "Refresh" not in posted.headers  # a form is not sent again by itself
+
+
+@pytest.mark.slow
+def test_an_sqlite_file_locked_past_its_busy_timeout_is_said_once_when_it_starts_and_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's writer holds the file's write lock past the busy timeout (1 s here,
+    30 s as shipped): every write is a 503 with Retry-After; reads go on (WAL), and do not end
+    the outage; the lock let go, writes answer again, and the log says it once each way."""
+    caplog.set_level(logging.INFO, logger="runledger.telemetry")
+    path = tmp_path / "ledger.sqlite3"
+    url = f"sqlite:///{path}"
+    init_store(Settings(database_url=url))
+    monkeypatch.setattr(bootstrapping, "store_config", short_busy_timeout)
+    registry = Registry()
+    Shard().install(registry)
+    with bootstrap(Settings(database_url=url), registry=registry) as rl:
+        api = serving(rl)
+        with api.client:
+            assert api.post("/admin/events/runs", "operator", json=shard_run(1)).status_code == 201
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
+            for _ in range(3):
+                answer = api.post("/admin/events/runs", "operator", json=shard_run(1))
+                assert answer.status_code == 503, answer.text
+                assert answer.headers["Retry-After"] == str(RETRY_AFTER_S), answer.headers
+                assert "stayed locked by another process" in answer.json()["detail"]
+                assert api.get("/admin/events/runs", "viewer").status_code == 200
+            other.rollback()
+            other.close()
+            assert api.post("/admin/events/runs", "operator", json=shard_run(1)).status_code == 201
+            assert len(api.get("/admin/events/runs", "viewer").json()["items"]) == 2
+    assert said(caplog, "store.unreachable") == 1, caplog.text
+    assert said(caplog, "store.reachable") == 1, caplog.text
+    assert "Traceback" not in caplog.text, caplog.text
+
+
+def short_busy_timeout(*args: Any, **kwargs: Any) -> StoreConfig:
+    config = store_config(*args, **kwargs)
+    return replace(config, env={**config.env, "SQLITE_LOCK_TIMEOUT": "1"})
