@@ -8,8 +8,9 @@ token. schemathesis runs every phase (examples, coverage, fuzzing, stateful) wit
 until the time is spent; scripts/fuzz_api_hooks.py teaches it the one rule no schema can state
 (ids unique within a spec). Printed: the test cases, then each check's failures —
 `not_a_server_error` (server errors), `positive_data_acceptance` (a schema-valid request
-rejected), `status_code_conformance` (an undocumented status code) first. Exit 0 when every
-count is 0. The suite keeps a short fuzz of its own (tests/entrypoints/test_api_fuzz.py).
+rejected), `status_code_conformance` (an undocumented status code),
+`negative_data_rejection` (a schema-violating request accepted) first, 0 when none. Exit 0
+when every count is 0. The suite keeps a short fuzz of its own (tests/entrypoints/test_api_fuzz.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ FIRST = (
     "Server error",
     "Schema-valid request rejected",
     "Undocumented status code",
+    "Schema-violating request accepted",
 )
 SPAWN = {
     "name": "fuzz",
