@@ -102,6 +102,12 @@ class Answers:
         kept = self.kept_by([entry_id]).get(entry_id) if row.status == "kept" else None
         return entry(row, kept)
 
+    def entries_named(self, text: str) -> list[schema.Entry]:
+        """The entries whose ref, or kind:ref, is ``text``: the first 20, oldest first."""
+        rows = self.queries.entries_named(text)
+        kept = self.kept_by([row.entry_id for row in rows if row.status == "kept"])
+        return [entry(row, kept.get(row.entry_id)) for row in rows]
+
     def log_page(self, run_id: UUID, limit: int, before: int | None) -> schema.LogPage:
         if not 1 <= limit <= MAX_PAGE * 10:
             raise BadRequest(f"limit: must be between 1 and {MAX_PAGE * 10}")

@@ -9,7 +9,6 @@ agree.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -37,9 +36,9 @@ from runledger.domain.step import Step
 from runledger.projections.postgres import PostgresBackend
 from runledger.projections.rebuild import rebuild
 from runledger.projections.views.catalog import all_views
-from tests.entrypoints.test_cli import run_cli
+from tests.conftest import Cli
 from tests.support.by_hand import keep
-from tests.support.playing import BUILD, SPAWN, START, ZONE, Clock, made, makes, play, start
+from tests.support.playing import BUILD, SPAWN, START, ZONE, Clock, makes, start
 from tests.support.reading import EVERY_VIEW
 from tests.support.world import World, answering
 
@@ -406,39 +405,6 @@ def test_a_replay_as_of_a_moment_before_the_run_began_says_so(
         rl.history.replay(festival.run, as_of=START - timedelta(days=1))
 
 
-def test_the_replay_command_prints_the_audit_trail_and_as_of_json(
-    rl: Runledger, festival: Festival, store_url: str, tmp_path: Path
-) -> None:
-    env = {"RUNLEDGER_DATABASE_URL": store_url}
-    shown = run_cli("replay", str(festival.run), cwd=tmp_path, env=env)
-    assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "giving it back failed" in shown.stdout and f"terminal: {CURSED}" in shown.stdout
-    assert shown.stdout.strip().splitlines()[-1] == "run completed; cleanup ✓ nothing left"
-    then = run_cli(
-        "replay",
-        str(festival.run),
-        "--as-of",
-        "2026-12-02T12:45:00",
-        "--entry",
-        "c2",
-        "--json",
-        cwd=tmp_path,
-        env=env,
-    )
-    assert then.returncode == 0, then.stdout + then.stderr
-    found = json.loads(then.stdout)
-    assert (found["cleanup_status"], found["run_status"]) == ("pending", "completed")
-    assert [(e["name"], e["state"], e["attempts"]) for e in found["entries"]] == [
-        ("creature:c2", "failing", 1)
-    ]
-    assert [line["event"] for line in found["lines"] if line["subject"] != "run"] == [
-        "Recorded",
-        "RevertClaimed",
-        "RevertFailed",
-    ]
-    assert "Traceback" not in shown.stderr + then.stderr
-
-
 def test_a_replay_of_a_run_from_a_spec_shows_its_steps_events_too(
     rl: Runledger, registry: Registry, clock: Clock
 ) -> None:
@@ -602,7 +568,7 @@ def test_a_rebuild_of_one_projection_replaces_only_its_table(
 
 
 def test_verify_names_a_row_someone_changed_by_hand_and_swaps_nothing(
-    rl: Runledger, festival: Festival, store_url: str, tmp_path: Path
+    cli: Cli, rl: Runledger, festival: Festival, store_url: str, tmp_path: Path
 ) -> None:
     rl.projector.catch_up()
     assert rebuild(rl.app, rl.backend, verify=True).differences == []
@@ -622,7 +588,7 @@ def test_verify_names_a_row_someone_changed_by_hand_and_swaps_nothing(
     assert {k for k in difference.live if difference.live[k] != difference.rebuilt[k]} == {"status"}
     assert dump(rl) == tampered
     assert not {t for t in tables(rl) if t.endswith("_next")}
-    done = run_cli("rebuild", "--verify", cwd=tmp_path, env={"RUNLEDGER_DATABASE_URL": store_url})
+    done = cli("rebuild", "--verify", cwd=tmp_path, env={"RUNLEDGER_DATABASE_URL": store_url})
     assert done.returncode == 1, done.stdout + done.stderr
     assert str(lease) in done.stdout and "rl_resources" in done.stdout
     assert "2 rows differ" in done.stdout
@@ -740,13 +706,13 @@ def test_a_rebuild_killed_midway_leaves_the_live_tables_serving_and_can_run_agai
 
 
 def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its_rate(
-    rl: Runledger, festival: Festival, store_url: str, tmp_path: Path
+    cli: Cli, rl: Runledger, festival: Festival, store_url: str, tmp_path: Path
 ) -> None:
     rl.projector.catch_up()
     level = head(rl)
     start(rl, makes("spawn", "c9"), name="late")  # two events: the run started, its step planned
     env = {"RUNLEDGER_DATABASE_URL": store_url}
-    listed = run_cli("projections", cwd=tmp_path, env=env)
+    listed = cli("projections", cwd=tmp_path, env=env)
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert f"store head {level + 2}" in listed.stdout
     rows = dict(re.findall(r"(\w+)\s+│\s+(\d+\s+│\s+\d+)", listed.stdout))
@@ -764,7 +730,7 @@ def test_the_projections_command_lists_positions_and_lag_and_rebuild_reports_its
             "deliveries",
         )
     }
-    rebuilt = run_cli("rebuild", "runs", cwd=tmp_path, env=env)
+    rebuilt = cli("rebuild", "runs", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
     assert re.search(
         rf"rebuilt runs: {level + 2} events in [\d.]+s \([\d,]+ events/s\); "
@@ -867,40 +833,3 @@ def test_stepping_to_version_zero_is_refused_as_no_such_version(
 ) -> None:
     with pytest.raises(BadRequest, match="version"):
         rl.history.step(festival.ids[LEASE], upto=0)
-
-
-def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_an_ambiguous_one(
-    rl: Runledger, festival: Festival, store_url: str, tmp_path: Path
-) -> None:
-    [again] = made(play(rl, makes("spawn", "c1"), name="rematch"), "spawn", "c1")
-    env = {"RUNLEDGER_DATABASE_URL": store_url}
-    shown = run_cli("step", "weather#plaza", "--at", "3", "--json", cwd=tmp_path, env=env)
-    assert shown.returncode == 0, shown.stdout + shown.stderr
-    found = json.loads(shown.stdout)
-    assert (found["entry_id"], found["name"], found["total"]) == (
-        str(festival.ids[LEASE]),
-        LEASE,
-        6,
-    )
-    [frame] = found["frames"]
-    assert (frame["version"], frame["event"]) == (3, "Drifted")
-    assert frame["values"] == {"baseline": "clear", "applied": "storm", "current": "hail"}
-    assert frame["changed"]["state"] == {"before": "live", "after": "drifted"}
-    ambiguous = run_cli("step", "c1", "--at", "1", cwd=tmp_path, env=env)
-    assert ambiguous.returncode == 1
-    assert "2 entries are named 'c1'; pass one id" in ambiguous.stdout
-    assert str(festival.ids["creature:c1"]) in ambiguous.stdout and str(again) in ambiguous.stdout
-    assert "Traceback" not in shown.stderr + ambiguous.stdout + ambiguous.stderr
-
-
-def test_the_step_command_speaks_words_and_leaves_the_stored_names_to_json(
-    festival: Festival, store_url: str, tmp_path: Path
-) -> None:
-    env = {"RUNLEDGER_DATABASE_URL": store_url, "COLUMNS": "120"}
-    shown = run_cli("step", "weather#plaza", "--at", "3", cwd=tmp_path, env=env)
-    assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "version 3 of 6: found somebody else's value: left alone (Drifted) at 20" in shown.stdout
-    assert " UTC" in shown.stdout
-    for raw in ("claim_worker", "claim_expires_at", "last_error", "'drifted'"):
-        assert raw not in shown.stdout, raw
-    assert "drifted" in shown.stdout

@@ -39,6 +39,7 @@ NEEDS: dict[tuple[str, str], str | None] = {
     ("POST", RUNS + "/{run_id}/entries/{entry_id}/retry"): OPERATOR,
     ("POST", "/admin/events/cleanup/plan"): VIEWER,  # a plan writes nothing
     ("POST", "/admin/events/cleanup/apply"): OPERATOR,
+    ("GET", "/admin/entries"): VIEWER,
     ("GET", "/admin/entries/{entry_id}"): VIEWER,
     ("GET", "/admin/entries/{entry_id}/history"): VIEWER,
     ("GET", "/admin/modules"): VIEWER,

@@ -21,6 +21,7 @@ from runledger.application.reading.schemas.specs import Spec
 from runledger.application.words import CLEANUP_STATUS_MEANS, UNDER_WAY_MEANS
 from runledger.domain.run import RunStatus
 from runledger.domain.status import CleanupFilter
+from runledger.domain.values import MAX_TEXT
 from runledger.projections.pages import RunFilter
 
 router = APIRouter(
@@ -138,7 +139,14 @@ def clean_up_run(
 
 @router.get("/{run_id}/replay", response_model=history.Replay)
 def replay_run(
-    history_: HistoryDep, _: Viewer, run_id: UUID, as_of: AwareDatetime | None = None
+    history_: HistoryDep,
+    _: Viewer,
+    run_id: UUID,
+    as_of: AwareDatetime | None = None,
+    entry: Annotated[
+        StoredText | None,
+        Query(max_length=MAX_TEXT, description="only the run and this entry: kind:ref or ref"),
+    ] = None,
 ) -> history.Replay:
     """Every event of the run and its entries in store order, optionally as of a past time."""
-    return shapes.replay(history_.replay(run_id, as_of))
+    return shapes.replay(history_.replay(run_id, as_of, entry))

@@ -7,20 +7,50 @@ given one (the token names the person). ``key`` is --idempotency-key."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
 from typing import Protocol
 from uuid import UUID
 
 from runledger.application.cli.doors.webhooks import WebhooksDoor
+from runledger.application.display import safe_repr
+from runledger.application.errors import BadRequest, NotFound
 from runledger.application.reading.schemas import bulk, decisions, fleet, history, runs
 from runledger.application.reading.schemas import definitions as defs
 from runledger.application.reading.schemas.tokens import IssuedToken, Token
 from runledger.domain.occurrence import OccurrenceState
+from runledger.domain.values import check_text
 from runledger.projections.pages import RunFilter
 
 Key = str | None
 By = str | None
+CANDIDATES = 5
+"""How many of the entries an ambiguous ref names a refusal lists."""
+
+
+def entry_id(text: str, named: Callable[[str], list[runs.Entry]]) -> UUID:
+    """An entry named by its id, or by a ref (or kind:ref) that names exactly one of the
+    entries ``named`` finds: the rule of `step ENTRY` whichever door asks."""
+    try:
+        return UUID(text)
+    except ValueError:
+        return _one_named(text, named(check_text(text, "ENTRY")))
+
+
+def _one_named(text: str, found: list[runs.Entry]) -> UUID:
+    if not found:
+        raise NotFound(f"no ledger entry named {safe_repr(text)}")
+    if len(found) > 1:
+        names = ", ".join(f"{e.entry_id} (run {e.run_id})" for e in found[:CANDIDATES])
+        raise BadRequest(f"{len(found)} entries are named {safe_repr(text)}; pass one id: {names}")
+    return found[0].entry_id
+
+
+def entry_ref(text: str | None) -> str | None:
+    """replay's --entry, checked before either door looks for it (a server is sent only text
+    that a URL can carry)."""
+    return None if text is None else check_text(text, "--entry")
 
 
 class RunsDoor(Protocol):

@@ -11,15 +11,15 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from runledger.application.cli.doors.door import entry_id, entry_ref
 from runledger.application.cli.errors import Usage
 from runledger.application.cli.keyed import answered, keyed_call, once, spec_body, terminal_person
 from runledger.application.cli.log_pages import log_page
 from runledger.application.display import safe_repr
-from runledger.application.errors import BadQuery, BadRequest, NotFound
+from runledger.application.errors import BadQuery
 from runledger.application.reading import decided, shapes
 from runledger.application.reading.schemas import bulk, decisions, history, runs
 from runledger.application.runledger import Runledger
-from runledger.domain.values import check_text
 from runledger.projections.pages import RunFilter
 
 M = TypeVar("M", bound=BaseModel)
@@ -157,28 +157,10 @@ class LocalRuns:
         )
 
     def replay(self, run_id: UUID, as_of: datetime | None, entry: str | None) -> history.Replay:
-        return shapes.replay(self.rl.history.replay(run_id, as_of, entry))
+        return shapes.replay(self.rl.history.replay(run_id, as_of, entry_ref(entry)))
 
     def step(self, entry: str, upto: int | None) -> history.EntryHistory:
         """One entry's versions; with ``upto``, only that version, as the screen shows it."""
-        stepping = self.rl.history.step(self._entry_id(entry), upto)
+        stepping = self.rl.history.step(entry_id(entry, self.rl.answers.entries_named), upto)
         frames = stepping.frames[-1:] if upto is not None else stepping.frames
         return shapes.stepping(replace(stepping, frames=frames))
-
-    def _entry_id(self, text: str) -> UUID:
-        """An entry named by its id, or by a ref (or kind:ref) that names exactly one entry."""
-        try:
-            return UUID(text)
-        except ValueError:
-            return self._entry_named(text)
-
-    def _entry_named(self, text: str) -> UUID:
-        found = self.rl.queries.entries_named(check_text(text, "ENTRY"))
-        if not found:
-            raise NotFound(f"no ledger entry named {safe_repr(text)}")
-        if len(found) > 1:
-            names = ", ".join(f"{e.entry_id} (run {e.run_id})" for e in found[:5])
-            raise BadRequest(
-                f"{len(found)} entries are named {safe_repr(text)}; pass one id: {names}"
-            )
-        return found[0].entry_id

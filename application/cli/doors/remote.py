@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from runledger.application.cli.doors.contexts import Server
+from runledger.application.cli.doors.door import entry_id, entry_ref
 from runledger.application.cli.doors.http import Http, ServerTrouble, dumped
 from runledger.application.cli.doors.remote_more import RemoteFleet
 from runledger.application.cli.doors.webhooks import RemoteWebhooks
@@ -116,19 +117,17 @@ class Remote(RemoteFleet, RemoteWebhooks):
         return self.http.read(decisions.EntryRetried, "POST", path, json=body, key=key)
 
     def replay(self, run_id: UUID, as_of: datetime | None, entry: str | None) -> history.Replay:
-        if entry is not None:
-            raise Usage("--entry: a server replays the whole run; leave --entry out")
-        asked = _given({"as_of": None if as_of is None else as_of.isoformat()})
+        when = None if as_of is None else as_of.isoformat()
+        asked = _given({"as_of": when, "entry": entry_ref(entry)})
         return self.http.read(history.Replay, "GET", f"{RUNS}/{run_id}/replay", params=asked)
 
     def step(self, entry: str, upto: int | None) -> history.EntryHistory:
-        try:
-            entry_id = UUID(entry)
-        except ValueError:
-            raise Usage("ENTRY: through a server, name the entry by its id") from None
-        path = f"/admin/entries/{entry_id}/history"
+        path = f"/admin/entries/{entry_id(entry, self._entries_named)}/history"
         found = self.http.read(history.EntryHistory, "GET", path, params=_given({"upto": upto}))
         return found if upto is None else found.model_copy(update={"frames": found.frames[-1:]})
+
+    def _entries_named(self, ref: str) -> list[runs.Entry]:
+        return self.http.items(runs.Entry, "/admin/entries", {"ref": ref})
 
 
 def _given(asked: dict[str, Any]) -> dict[str, Any]:

@@ -87,6 +87,10 @@ class Entry(Answer):
     version: int
 
 
+class EntryPage(Page[Entry]):
+    pass
+
+
 class EntryGroup(Answer):
     state: str = Field(description=described(STATE))
     count: int
