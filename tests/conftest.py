@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from runledger.application.settings import Settings
 from scripts.pg import PG_ADMIN as PG_ADMIN
 from scripts.pg import drop_pg_url as drop_pg_url
 from scripts.pg import new_pg_url as new_pg_url
+from tests.support.forked_cli import ForkedCli
 from tests.support.playing import (
     BUILD,
     GAME,
@@ -150,3 +152,21 @@ def opened(store_url: str, registry: Registry, clock: Clock, game: World) -> Ite
     """Open runledgers on the test's store, all on the test's clock."""
     with runledgers(store_url, registry, clock) as open_one:
         yield open_one
+
+
+@pytest.fixture(scope="module")
+def cli_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
+    """``runledger`` commands, each in a fresh process forked from one that imported the CLI
+    once (a command's second of imports, paid once a module)."""
+    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
+    yield forked
+    forked.close()
+
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli(cli_server: ForkedCli) -> Cli:
+    """``run_cli``'s call, on the module's forked CLI: ``cli("runs", cwd=..., env=...)``."""
+    return cli_server.run

@@ -22,7 +22,7 @@ from runledger.application.runledger import Runledger
 from runledger.application.services.spec_input import MAX_SPEC_BYTES
 from runledger.application.settings import Settings
 from runledger.domain.spec import MAX_PHASES, MAX_STEPS
-from tests.entrypoints.test_cli import run_cli
+from tests.conftest import Cli
 from tests.support.forked_cli import ForkedCli
 from tests.support.playing import phase, spec, step
 from tests.support.reading import row, the_step, tick, written
@@ -207,16 +207,18 @@ def sandbox_spec(steps: int, name: str) -> str:
     )
 
 
-def test_runledger_start_of_a_10000_step_spec_is_refused_in_one_sentence(tmp_path: Path) -> None:
-    assert run_cli("init", cwd=tmp_path).returncode == 0
+def test_runledger_start_of_a_10000_step_spec_is_refused_in_one_sentence(
+    cli: Cli, tmp_path: Path
+) -> None:
+    assert cli("init", cwd=tmp_path).returncode == 0
     (tmp_path / "huge.json").write_text(sandbox_spec(10_000, "huge"))
-    done = run_cli("start", "huge.json", cwd=tmp_path)
+    done = cli("start", "huge.json", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stdout.strip() == (
         "runledger: phases.0.steps: List should have at most 1000 items after validation, not 10000"
     )
     assert "Traceback" not in done.stdout + done.stderr
-    assert "No runs yet." in run_cli("runs", cwd=tmp_path).stdout
+    assert "No runs yet." in cli("runs", cwd=tmp_path).stdout
 
 
 def performs_per_run(folder: Path) -> Counter[str]:

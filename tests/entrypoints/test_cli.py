@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,8 @@ import typer
 
 from runledger.application.cli.app import app
 from runledger.application.cli.demo_specs import FESTIVAL, PARADE
-from tests.support.forked_cli import NO_CONFIG, ForkedCli
+from tests.conftest import Cli
+from tests.support.forked_cli import NO_CONFIG
 
 RUNLEDGER = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
 
@@ -36,23 +36,6 @@ def run_cli(
         timeout=120,
         errors="backslashreplace",  # bytes that are not UTF-8 stay visible to the assertions
     )
-
-
-Cli = Callable[..., subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
-    """Each command in a fresh process, forked from one that imported the CLI once."""
-    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
-    yield forked
-    forked.close()
-
-
-@pytest.fixture
-def cli(server: ForkedCli) -> Cli:
-    """run_cli, on the server."""
-    return server.run
 
 
 def assert_the_demo_story(done: subprocess.CompletedProcess[str]) -> None:

@@ -23,7 +23,8 @@ import pytest
 
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
-from tests.entrypoints.test_cli import RUNLEDGER, run_cli
+from tests.conftest import Cli
+from tests.entrypoints.test_cli import RUNLEDGER
 from tests.support.playing import Clock, phase, spec, step
 from tests.support.reading import row, tick
 
@@ -136,52 +137,52 @@ def shown(done: subprocess.CompletedProcess[str], code: int = 0) -> str:
 
 
 def test_runs_and_log_show_hostile_names_refs_and_errors_as_typed(
-    hostile: Hostile, tmp_path: Path
+    cli: Cli, hostile: Hostile, tmp_path: Path
 ) -> None:
-    listed = shown(run_cli("runs", cwd=tmp_path, env=hostile.env))
+    listed = shown(cli("runs", cwd=tmp_path, env=hostile.env))
     for name in (CLOSE, ALERT, SCRIPT, "red \\x1b[31m alert", "plain festival"):
         assert name in listed
     for run in hostile.runs.values():
         incomplete = 3 if run == hostile.runs["close"] else 0
-        out = shown(run_cli("log", str(run), cwd=tmp_path, env=hostile.env), incomplete)
+        out = shown(cli("log", str(run), cwd=tmp_path, env=hostile.env), incomplete)
         assert str(run) in out and " UTC run started " in out
-    closed = shown(run_cli("log", str(hostile.runs["close"]), cwd=tmp_path, env=hostile.env), 3)
+    closed = shown(cli("log", str(hostile.runs["close"]), cwd=tmp_path, env=hostile.env), 3)
     assert f"{KIND}:[/]\\x1b[2J{SCRIPT}" in closed  # the "left:" line names the entry as typed
     assert f"{CLOSE} {ALERT} \\x1b[31mred{SCRIPT}" in closed
-    alerted = shown(run_cli("log", str(hostile.runs["alert"]), cwd=tmp_path, env=hostile.env))
+    alerted = shown(cli("log", str(hostile.runs["alert"]), cwd=tmp_path, env=hostile.env))
     assert f"error=screen.fail raised RuntimeError: {CLOSE} {ALERT} \\x1b[31m" in alerted
 
 
 def test_replay_shows_hostile_values_as_typed_and_its_json_stays_json(
-    hostile: Hostile, tmp_path: Path
+    cli: Cli, hostile: Hostile, tmp_path: Path
 ) -> None:
     run = str(hostile.runs["close"])
-    out = shown(run_cli("replay", run, cwd=tmp_path, env=hostile.env))
+    out = shown(cli("replay", run, cwd=tmp_path, env=hostile.env))
     assert CLOSE in out and f"terminal: {CLOSE} {ALERT}" in out
     assert out.strip().splitlines()[-1] == "run completed; cleanup ⚠ needs a person"
     as_of = shown(
-        run_cli("replay", run, "--as-of", "2030-01-01T00:00:00", cwd=tmp_path, env=hostile.env)
+        cli("replay", run, "--as-of", "2030-01-01T00:00:00", cwd=tmp_path, env=hostile.env)
     )
     assert f"{KIND}:[/]\\x1b[2J{SCRIPT}: failing, 1 attempts" in as_of
-    found = json.loads(shown(run_cli("replay", run, "--json", cwd=tmp_path, env=hostile.env)))
+    found = json.loads(shown(cli("replay", run, "--json", cwd=tmp_path, env=hostile.env)))
     assert found["name"] == CLOSE
     assert any(line["outcome"] == f"terminal: {ERROR}" for line in found["lines"])
-    alerted = shown(run_cli("replay", str(hostile.runs["alert"]), cwd=tmp_path, env=hostile.env))
+    alerted = shown(cli("replay", str(hostile.runs["alert"]), cwd=tmp_path, env=hostile.env))
     assert ALERT in alerted
 
 
 def test_step_shows_hostile_values_and_the_lease_side_by_side_as_typed(
-    hostile: Hostile, tmp_path: Path
+    cli: Cli, hostile: Hostile, tmp_path: Path
 ) -> None:
-    out = shown(run_cli("step", str(hostile.entry), cwd=tmp_path, env=hostile.env))
+    out = shown(cli("step", str(hostile.entry), cwd=tmp_path, env=hostile.env))
     assert f"{KIND}:[/]\\x1b[2J{SCRIPT} — version 1 of" in out
     assert ALERT in out and "RevertFailed" in out
-    sky = shown(run_cli("step", str(hostile.lease), cwd=tmp_path, env=hostile.env))
+    sky = shown(cli("step", str(hostile.lease), cwd=tmp_path, env=hostile.env))
     assert "who changed this, and when?" in sky
     assert f"'{ALERT}\\x1b[2J'" in sky and "'[/]\\x1b[31m'" in sky
     assert f"'{SCRIPT}\\x1b[31m'" in sky
     at = shown(
-        run_cli("step", str(hostile.entry), "--at", "1", "--json", cwd=tmp_path, env=hostile.env)
+        cli("step", str(hostile.entry), "--at", "1", "--json", cwd=tmp_path, env=hostile.env)
     )
     assert json.loads(at)["name"] == f"{KIND}:{REF}"
 
@@ -197,20 +198,20 @@ def test_the_interactive_step_prompt_shows_hostile_values_escaped(
 
 
 def test_runs_limit_refuses_zero_and_negatives_and_has_a_maximum(
-    hostile: Hostile, tmp_path: Path
+    cli: Cli, hostile: Hostile, tmp_path: Path
 ) -> None:
     for bad in ("0", "-1", "501"):
-        done = run_cli("runs", "--limit", bad, cwd=tmp_path, env=hostile.env)
+        done = cli("runs", "--limit", bad, cwd=tmp_path, env=hostile.env)
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"--limit must be between 1 and 500; {bad} was asked for" in done.stdout
         assert len(done.stdout.strip().splitlines()) == 1
         assert "Traceback" not in done.stdout + done.stderr
-    two = shown(run_cli("runs", "--limit", "2", cwd=tmp_path, env=hostile.env))
+    two = shown(cli("runs", "--limit", "2", cwd=tmp_path, env=hostile.env))
     assert "plain festival" in two and SCRIPT in two and CLOSE not in two and ALERT not in two
 
 
 def test_log_shows_the_last_200_lines_by_default_and_says_how_many_it_left_out(
-    rl: Runledger, store_url: str, tmp_path: Path
+    cli: Cli, rl: Runledger, store_url: str, tmp_path: Path
 ) -> None:
     run = rl.runs.start(spec(phase("p1", *(step(f"q{i}", "screen.quiet") for i in range(205)))))
     for _ in range(20):
@@ -220,47 +221,47 @@ def test_log_shows_the_last_200_lines_by_default_and_says_how_many_it_left_out(
     total = len(rl.queries.log(run))
     assert total > 205
     env = {"RUNLEDGER_DATABASE_URL": store_url}
-    out = shown(run_cli("log", str(run), cwd=tmp_path, env=env))
+    out = shown(cli("log", str(run), cwd=tmp_path, env=env))
     assert out.count(" UTC step done ") + out.count(" UTC run ") == 200
     assert f"… {total - 200:,} earlier lines; use --limit or --since" in out
     assert " UTC run completed" in out and " UTC run started" not in out
-    three = shown(run_cli("log", str(run), "--limit", "3", cwd=tmp_path, env=env))
+    three = shown(cli("log", str(run), "--limit", "3", cwd=tmp_path, env=env))
     assert three.count(" UTC step done ") + three.count(" UTC run completed") == 3
     assert f"… {total - 3:,} earlier lines" in three
     for bad in ("0", "-5"):
-        refused = run_cli("log", str(run), "--limit", bad, cwd=tmp_path, env=env)
+        refused = cli("log", str(run), "--limit", bad, cwd=tmp_path, env=env)
         assert refused.returncode == 2 and "--limit must be between 1 and" in refused.stdout
 
 
 def test_log_since_shows_what_happened_since_then_and_refuses_a_bad_time(
-    rl: Runledger, clock: Clock, store_url: str, tmp_path: Path
+    cli: Cli, rl: Runledger, clock: Clock, store_url: str, tmp_path: Path
 ) -> None:
     run = rl.runs.start(spec(phase("p1", step("q", "screen.quiet"))))
     clock.advance(60)
     tick(rl)
     env = {"RUNLEDGER_DATABASE_URL": store_url}
-    out = shown(run_cli("log", str(run), "--since", "2026-12-02T12:00:30", cwd=tmp_path, env=env))
+    out = shown(cli("log", str(run), "--since", "2026-12-02T12:00:30", cwd=tmp_path, env=env))
     assert " UTC step done " in out and " UTC run started " not in out
     assert "… 1 earlier line; use --limit or --since" in out
     everything = shown(
-        run_cli("log", str(run), "--since", "2026-12-02T12:00:00+00:00", cwd=tmp_path, env=env)
+        cli("log", str(run), "--since", "2026-12-02T12:00:00+00:00", cwd=tmp_path, env=env)
     )
     assert " UTC run started " in everything and "earlier line" not in everything
     for bad in ("yesterday", "2026-13-45"):
-        done = run_cli("log", str(run), "--since", bad, cwd=tmp_path, env=env)
+        done = cli("log", str(run), "--since", bad, cwd=tmp_path, env=env)
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"--since {bad!r} is not an ISO 8601 time" in done.stdout
         assert len(done.stdout.strip().splitlines()) == 1
 
 
 def test_the_left_listing_is_bounded_like_the_log(
-    rl: Runledger, store_url: str, tmp_path: Path
+    cli: Cli, rl: Runledger, store_url: str, tmp_path: Path
 ) -> None:
     run = rl.runs.start(spec(phase("p1", *(step(f"s{i}", "screen.spawn") for i in range(4)))))
     tick(rl, 2)
     assert row(rl, run).unresolved == 4
     env = {"RUNLEDGER_DATABASE_URL": store_url}
-    out = shown(run_cli("log", str(run), "--limit", "2", cwd=tmp_path, env=env), 3)
+    out = shown(cli("log", str(run), "--limit", "2", cwd=tmp_path, env=env), 3)
     assert out.count("left:") == 2
     assert "… 2 more unresolved entries; use --limit" in out
 
