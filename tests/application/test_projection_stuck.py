@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -15,9 +14,8 @@ import pytest
 from runledger.application.errors import ProjectionStuck
 from runledger.application.runledger import Runledger
 from tests.application.test_projections import as_they_stand, ledger_a_run
-from tests.conftest import Factory
+from tests.conftest import Cli, Factory
 from tests.support.corrupt import RUN_STARTED, UNKNOWN_TOPIC, delete_raw, events_table, insert_raw
-from tests.support.forked_cli import ForkedCli
 from tests.support.world import World
 
 BAD_JSON = b'{"name": "half'
@@ -115,14 +113,6 @@ def test_another_process_finds_the_same_stuck_event(make_runledger: Factory) -> 
     assert second.projector.positions()["runs"] == position - 1
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
-    """Each command in a fresh process, forked from one that imported the CLI once."""
-    forked = ForkedCli(tmp_path_factory.mktemp("cli"))
-    yield forked
-    forked.close()
-
-
 def env(store_url: str, tmp_path: Path) -> dict[str, str]:
     return {
         "RUNLEDGER_DATABASE_URL": store_url,
@@ -132,7 +122,7 @@ def env(store_url: str, tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_every_command_that_hits_a_stuck_projection_exits_1_with_its_sentence(
-    server: ForkedCli,
+    cli: Cli,
     rl: Runledger,
     store_url: str,
     tmp_path: Path,
@@ -146,7 +136,7 @@ def test_every_command_that_hits_a_stuck_projection_exits_1_with_its_sentence(
         ["rebuild"],
         ["projections"],
     ):
-        done = server.run(*args, cwd=tmp_path, env=env(store_url, tmp_path))
+        done = cli(*args, cwd=tmp_path, env=env(store_url, tmp_path))
         out = done.stdout + done.stderr
         assert done.returncode == 1, (args, out)
         assert f"cannot apply the event at position {position}" in done.stdout, (args, out)
@@ -155,14 +145,14 @@ def test_every_command_that_hits_a_stuck_projection_exits_1_with_its_sentence(
 
 @pytest.mark.slow
 def test_runledger_projections_shows_each_position_lag_and_where_it_is_stuck(
-    server: ForkedCli,
+    cli: Cli,
     rl: Runledger,
     store_url: str,
     tmp_path: Path,
 ) -> None:
     _, position, bad, _ = stuck_store(rl)
     head = rl.app.recorder.max_notification_id() or 0
-    done = server.run("projections", cwd=tmp_path, env=env(store_url, tmp_path))
+    done = cli("projections", cwd=tmp_path, env=env(store_url, tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     rows = {
         line.split()[1]: line
@@ -257,14 +247,14 @@ def test_a_legacy_nul_in_a_name_is_projected_or_named_never_skipped(rl: Runledge
 
 @pytest.mark.slow
 def test_a_hostile_topic_is_shown_as_text_on_one_line(
-    server: ForkedCli,
+    cli: Cli,
     rl: Runledger,
     store_url: str,
     tmp_path: Path,
 ) -> None:
     topic = "[bold red]ALERT[/bold red]\n\x1b[31m\u2028[/]:x"
     _, position, _, _ = stuck_store(rl, topic, b"{}")
-    done = server.run("runs", cwd=tmp_path, env=env(store_url, tmp_path))
+    done = cli("runs", cwd=tmp_path, env=env(store_url, tmp_path))
     assert done.returncode == 1
     out = done.stdout.strip()
     assert len(out.splitlines()) == 1 and "\x1b" not in out, out
