@@ -36,6 +36,14 @@ from tests.support.world import World
 # ~1.8e9 s in --durations. Left alone, it keeps real time (nothing else reads it).
 freezegun.configure(extend_ignore_list=["_pytest.timing"])
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tier first (tests that start processes or take seconds), each file's order
+    kept: with ``--maxschedchunk=1`` a worker takes one test at a time, so the longest start
+    early and the short ones fill in around them, rather than a 40-second test starting last
+    while two workers stand idle."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 # PG_ADMIN, new_pg_url and drop_pg_url are scripts.pg's (the drills make their schemas there
 # too); the tests import them from here.
 REQUIRE_PG = os.environ.get("RUNLEDGER_REQUIRE_POSTGRES") == "1"

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Runs the scripts in processes of their own.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
 PATH_EDITS = {"insert", "append", "extend"}

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Builds the wheel in a process of its own.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("domain", "projections", "application")
 

@@ -1,4 +1,4 @@
-"""The world-audit drill, short: about thirty seconds of kills, freezes, late answers, faults and
+"""The world-audit drill, short: about twenty seconds of kills, freezes, late answers, faults and
 people on each store, then the world itself (the sandbox's tables, the Redis keys) held against
 the ledger. ``scripts/world_audit.py`` is the full-size drill; this one is its smoke test (both run
 ``scripts.drills.world_audit_drill``)."""
@@ -46,7 +46,7 @@ def assert_the_world_agrees(result: Result) -> None:
 def test_on_one_sqlite_file_shared_by_three_runners_the_world_agrees_with_the_ledger(
     redis_url: str, tmp_path: Path
 ) -> None:
-    plan = Plan("sqlite", runs=24, runners=3, minutes=0.5, kills=6, freezes=6, seed=11)
+    plan = Plan("sqlite", runs=16, runners=3, minutes=0.33, kills=4, freezes=4, seed=11)
     assert_the_world_agrees(run_drill(plan, tmp_path))
 
 
@@ -55,6 +55,6 @@ def test_on_postgres_with_three_runners_the_world_agrees_with_the_ledger(
     redis_url: str, pg_admin: str, tmp_path: Path
 ) -> None:
     plan = Plan(
-        "postgres", runs=24, runners=3, minutes=0.5, kills=6, freezes=6, seed=12, pg_admin=pg_admin
+        "postgres", runs=16, runners=3, minutes=0.33, kills=4, freezes=4, seed=12, pg_admin=pg_admin
     )
     assert_the_world_agrees(run_drill(plan, tmp_path))

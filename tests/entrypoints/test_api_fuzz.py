@@ -35,6 +35,9 @@ from scripts.fuzz_api_hooks import unique_ids
 from tests.support.api_support import Shard, bearer, shard_run, tick
 from tests.support.playing import NO_BACKOFF
 
+# Seconds of requests on each store: in the slow tier, and started first.
+pytestmark = pytest.mark.slow
+
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -43,7 +46,7 @@ CHECKS = [
     positive_data_acceptance,
 ]
 BOUNDS = settings(
-    max_examples=8,
+    max_examples=5,
     deadline=None,
     derandomize=True,
     database=None,

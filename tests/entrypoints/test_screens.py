@@ -28,6 +28,9 @@ from tests.entrypoints.test_cli import RUNLEDGER
 from tests.support.playing import Clock, phase, spec, step
 from tests.support.reading import row, tick
 
+# Commands in processes of their own: in the slow tier, and started first.
+pytestmark = pytest.mark.slow
+
 ALERT = "[bold red]ALERT[/bold red]"
 SCRIPT = "<script>alert(1)</script>"
 CLOSE = "[/] oops"
