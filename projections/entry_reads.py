@@ -13,6 +13,9 @@ from runledger.projections.rows import EntryRow
 from runledger.projections.schema import is_unresolved
 from runledger.projections.statements import PAGE, retryable_pages_statement
 
+NAMED_AT_MOST = 20
+"""The most entries one ref finds: enough to refuse an ambiguous one by its first few."""
+
 
 class EntryReads(FreshReads):
     def entries(self, run_id: UUID) -> list[EntryRow]:
@@ -89,8 +92,8 @@ class EntryReads(FreshReads):
         kind, _, ref = text.partition(":")
         rows = self._rows(
             "SELECT * FROM {rl_resources} WHERE ref = %s OR (kind = %s AND ref = %s) "
-            "ORDER BY recorded_at LIMIT 20",
-            [text, kind, ref],
+            "ORDER BY recorded_at LIMIT %s",
+            [text, kind, ref, NAMED_AT_MOST],
         )
         return [EntryRow.of(row) for row in rows]
 

@@ -12,14 +12,19 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 
+from runledger.application.cli.doors.door import CANDIDATES, entry_id
 from runledger.application.cli.keyed import terminal_person
+from runledger.application.errors import BadRequest
+from runledger.application.reading.schemas import runs
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
+from runledger.projections.entry_reads import NAMED_AT_MOST
 from tests.application.test_history import CURSED, LEASE, Festival, festival
-from tests.entrypoints.test_cli import run_cli
+from tests.conftest import Cli
 from tests.support.playing import Clock, made, makes, play
 from tests.support.remote_cli import Served
 
@@ -53,14 +58,14 @@ def one_sentence(done: subprocess.CompletedProcess[str], code: int) -> str:
 
 
 def test_the_replay_command_prints_the_audit_trail_and_as_of_json(
-    festival: Festival, through: dict[str, str], tmp_path: Path
+    cli: Cli, festival: Festival, through: dict[str, str], tmp_path: Path
 ) -> None:
-    shown = run_cli("replay", str(festival.run), cwd=tmp_path, env=through)
+    shown = cli("replay", str(festival.run), cwd=tmp_path, env=through)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "giving it back failed" in shown.stdout and f"terminal: {CURSED}" in shown.stdout
     assert shown.stdout.strip().splitlines()[-1] == "run completed; cleanup ✓ nothing left"
     one = ("replay", str(festival.run), "--as-of", "2026-12-02T12:45:00", "--json", "--entry")
-    then = run_cli(*one, "c2", cwd=tmp_path, env=through)
+    then = cli(*one, "c2", cwd=tmp_path, env=through)
     assert then.returncode == 0, then.stdout + then.stderr
     found = json.loads(then.stdout)
     assert (found["cleanup_status"], found["run_status"]) == ("pending", "completed")
@@ -72,26 +77,26 @@ def test_the_replay_command_prints_the_audit_trail_and_as_of_json(
         "RevertClaimed",
         "RevertFailed",
     ]
-    by_kind = run_cli(*one, "creature:c2", cwd=tmp_path, env=through)
+    by_kind = cli(*one, "creature:c2", cwd=tmp_path, env=through)
     assert json.loads(by_kind.stdout) == found
     assert "Traceback" not in shown.stderr + then.stderr
 
 
 def test_a_replay_of_an_entry_the_run_does_not_have_is_one_sentence(
-    festival: Festival, through: dict[str, str], tmp_path: Path
+    cli: Cli, festival: Festival, through: dict[str, str], tmp_path: Path
 ) -> None:
     asked = ("replay", str(festival.run), "--entry", "c9")
     sentence = f"run {festival.run} has no entry 'c9'"
-    assert sentence in one_sentence(run_cli(*asked, cwd=tmp_path, env=through), 1)
-    said = run_cli(*asked, "--json", cwd=tmp_path, env=through)
+    assert sentence in one_sentence(cli(*asked, cwd=tmp_path, env=through), 1)
+    said = cli(*asked, "--json", cwd=tmp_path, env=through)
     assert json.loads(one_sentence(said, 1)) == {"detail": sentence}
 
 
 def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_an_ambiguous_one(
-    rl: Runledger, festival: Festival, through: dict[str, str], tmp_path: Path
+    cli: Cli, rl: Runledger, festival: Festival, through: dict[str, str], tmp_path: Path
 ) -> None:
     [again] = made(play(rl, makes("spawn", "c1"), name="rematch"), "spawn", "c1")
-    shown = run_cli("step", "weather#plaza", "--at", "3", "--json", cwd=tmp_path, env=through)
+    shown = cli("step", "weather#plaza", "--at", "3", "--json", cwd=tmp_path, env=through)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     found = json.loads(shown.stdout)
     assert (found["entry_id"], found["name"], found["total"]) == (
@@ -103,23 +108,60 @@ def test_the_step_command_shows_one_version_as_json_by_a_unique_ref_and_refuses_
     assert (frame["version"], frame["event"]) == (3, "Drifted")
     assert frame["values"] == {"baseline": "clear", "applied": "storm", "current": "hail"}
     assert frame["changed"]["state"] == {"before": "live", "after": "drifted"}
-    by_kind = run_cli("step", LEASE, "--at", "3", "--json", cwd=tmp_path, env=through)
+    by_kind = cli("step", LEASE, "--at", "3", "--json", cwd=tmp_path, env=through)
     assert json.loads(by_kind.stdout) == found
-    ambiguous = one_sentence(run_cli("step", "c1", "--at", "1", cwd=tmp_path, env=through), 1)
+    ambiguous = one_sentence(cli("step", "c1", "--at", "1", cwd=tmp_path, env=through), 1)
     assert "2 entries are named 'c1'; pass one id" in ambiguous
     assert str(festival.ids["creature:c1"]) in ambiguous and str(again) in ambiguous
-    unknown = one_sentence(run_cli("step", "c9", cwd=tmp_path, env=through), 1)
+    unknown = one_sentence(cli("step", "c9", cwd=tmp_path, env=through), 1)
     assert "no ledger entry named 'c9'" in unknown
     assert "Traceback" not in shown.stderr
 
 
 def test_the_step_command_speaks_words_and_leaves_the_stored_names_to_json(
-    festival: Festival, through: dict[str, str], tmp_path: Path
+    cli: Cli, festival: Festival, through: dict[str, str], tmp_path: Path
 ) -> None:
-    shown = run_cli("step", "weather#plaza", "--at", "3", cwd=tmp_path, env=through)
+    shown = cli("step", "weather#plaza", "--at", "3", cwd=tmp_path, env=through)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "version 3 of 6: found somebody else's value: left alone (Drifted) at 20" in shown.stdout
     assert " UTC" in shown.stdout
     for raw in ("claim_worker", "claim_expires_at", "last_error", "'drifted'"):
         assert raw not in shown.stdout, raw
     assert "drifted" in shown.stdout
+
+
+REST = {
+    "name": "creature:c1",
+    "module": "game",
+    "action": "game.spawn",
+    "step": "s",
+    "state": "failing",
+    "attempts": 1,
+    "terminal": False,
+    "last_error": None,
+    "next_attempt_at": None,
+    "claimed_by": None,
+    "claim_expires_at": None,
+    "kept_by": None,
+    "payload": None,
+    "member_key": None,
+    "until": None,
+    "drift_current": None,
+    "version": 2,
+}
+
+
+def test_a_ref_that_names_the_most_a_lookup_finds_is_refused_as_at_least_that_many() -> None:
+    found = [
+        runs.Entry.model_validate(
+            {"entry_id": uuid4(), "run_id": uuid4(), "kind": "creature", "ref": "c1"} | REST
+        )
+        for _ in range(NAMED_AT_MOST)
+    ]
+    with pytest.raises(BadRequest) as refused:
+        entry_id("c1", lambda _: found)
+    said = str(refused.value)
+    assert said.startswith(f"at least {NAMED_AT_MOST} entries are named 'c1'; pass one id: ")
+    assert said.count("(run ") == CANDIDATES
+    with pytest.raises(BadRequest, match=r"^2 entries are named"):
+        entry_id("c1", lambda _: found[:2])

@@ -174,9 +174,7 @@ def test_reading_commands_print_the_api_s_answers(cli: Cli, tmp_path: Path) -> N
     entry = next(g.entries[0] for g in shown.run.entries if g.state == "failing")
     stepped = parsed(history.EntryHistory, cli("step", str(entry.entry_id), "--json"))
     assert stepped.entry_id == entry.entry_id and len(stepped.frames) == stepped.total
-    # A ref is looked up on the store directly; through a server an entry is named by its id.
-    named = entry.ref if cli.mode == "direct" else str(entry.entry_id)
-    one = parsed(history.EntryHistory, cli("step", named, "--at", "1", "--json"))
+    one = parsed(history.EntryHistory, cli("step", entry.ref, "--at", "1", "--json"))
     assert [f.version for f in one.frames] == [1]
     [module] = parsed(list[fleet.Module], cli("modules", "--json"))
     assert (module.name, module.status) == ("sandbox", "loaded")

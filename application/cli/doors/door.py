@@ -21,6 +21,7 @@ from runledger.application.reading.schemas import definitions as defs
 from runledger.application.reading.schemas.tokens import IssuedToken, Token
 from runledger.domain.occurrence import OccurrenceState
 from runledger.domain.values import check_text
+from runledger.projections.entry_reads import NAMED_AT_MOST
 from runledger.projections.pages import RunFilter
 
 Key = str | None
@@ -43,7 +44,8 @@ def _one_named(text: str, found: list[runs.Entry]) -> UUID:
         raise NotFound(f"no ledger entry named {safe_repr(text)}")
     if len(found) > 1:
         names = ", ".join(f"{e.entry_id} (run {e.run_id})" for e in found[:CANDIDATES])
-        raise BadRequest(f"{len(found)} entries are named {safe_repr(text)}; pass one id: {names}")
+        many = f"at least {len(found)}" if len(found) >= NAMED_AT_MOST else str(len(found))
+        raise BadRequest(f"{many} entries are named {safe_repr(text)}; pass one id: {names}")
     return found[0].entry_id
 
 
