@@ -131,7 +131,11 @@ def _scalar_problem(item: Any) -> str | None:
     if kind is int:
         return None if -MAX_INT <= item <= MAX_INT else "an integer beyond 64 bits"
     if kind is float:
-        return None if math.isfinite(item) else f"{item!r} is not a number a ledger can store"
+        if not math.isfinite(item):
+            return f"{item!r} is not a number a ledger can store"
+        # JSON does not tell 1e20 from 100000000000000000000, and neither does the document
+        # (a whole number is an integer to JSON Schema): both are past 64 bits.
+        return "an integer beyond 64 bits" if abs(item) > MAX_INT and item.is_integer() else None
     if isinstance(item, datetime | UUID):
         return None
     return f"a {kind.__name__} is not a JSON value"
