@@ -76,6 +76,12 @@ class Runledger:
     telemetry: Telemetry
 
     @property
+    def fresh(self) -> Callable[[], object]:
+        """The read hook every read of the views takes first (store/one_projector.py): on
+        PostgreSQL a process that is not the projector waits for it rather than applying."""
+        return self.queries.fresh
+
+    @property
     def answers(self) -> Answers:
         return Answers(
             queries=self.queries,
@@ -89,7 +95,11 @@ class Runledger:
     @property
     def fleet_answers(self) -> FleetAnswers:
         return FleetAnswers(
-            fleet=self.fleet, projector=self.projector, loaded=self.modules, clock=self.clock
+            fleet=self.fleet,
+            projector=self.projector,
+            fresh=self.fresh,
+            loaded=self.modules,
+            clock=self.clock,
         )
 
     @property
@@ -115,7 +125,7 @@ class Runledger:
         watcher = Watcher(
             outbox=Outbox(app=self.app, clock=self.clock),
             fleet=self.fleet,
-            projector=self.projector,
+            fresh=self.fresh,
             clock=self.clock,
         )
         return Sender(

@@ -5,9 +5,16 @@ projector's role (role.py) catches the views up itself, as every process did bef
 asks it to (a NOTIFY on the store's wanted channel) and waits until the views have passed the
 store's head as the read began, which covers its own writes, and reads then. The views move
 when someone reads, as before: a projector that caught up on every insert would do the same
-work, only sooner. The wait is bounded: past it the read fails as the store's trouble
-(``late``) rather than answering stale. A waiter whose views do not move tries the role: with
-no projector alive, it becomes one, so a process alone never waits on nobody.
+work, only sooner. A waiter whose views do not move tries the role: with no projector alive,
+it becomes one, so a process alone never waits on nobody.
+
+The wait is bounded, and a read never answers stale. A projector that is frozen (SIGSTOP, a
+suspended VM) keeps its role, as its session lives on; a waiter whose bound passes with the
+views still catches them up itself (projecting twice is never wrong, only wasted), answers, and
+says so once in the log. Until it sees the views move under someone else again, its reads wait
+for the projector only ``GRACE_S``. A projector frozen mid-page holds that page's row locks:
+the waiter's catch-up then waits on them until the store's statement timeout
+(RUNLEDGER_STORE_TIMEOUT_S) cancels it, and the read fails as the store's trouble (``late``).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from runledger.projections.backend import driver_error
 from runledger.projections.errors import CannotCatchUp, ProjectionStuck
 from runledger.projections.postgres import PostgresBackend
 from runledger.projections.projector import Projector
@@ -30,6 +38,11 @@ reconnecting was not heard."""
 STEP_S = 0.005
 """Between a waiting read's looks at the views' positions, doubling up to ``MAX_STEP_S``."""
 MAX_STEP_S = 0.05
+GRACE_S = ASK_AGAIN_S
+"""How long a read waits for a projector already found not moving before it catches up itself:
+one ask, time for a projector that woke to answer it."""
+CANCELLED = frozenset({"57014", "55P03"})
+"""A statement cancelled by the statement timeout, or a lock not had within lock_timeout."""
 Late = Callable[[int, int], Exception]
 """Made when a wait is over its bound: (the position needed, the position the views reached)."""
 
@@ -55,7 +68,11 @@ class Following:
         self.late = late
         self.wanted = wanted
         self.projecting: Projecting | None = None
+        self.still = False
+        """Whether the last wait that passed its bound found the projector not moving, and no
+        wait since has seen the views move: the warning is said once, not once per read."""
         self._starting = threading.Lock()
+        self._saying = threading.Lock()
 
     def fresh(self) -> int:
         self._start()
@@ -72,13 +89,15 @@ class Following:
     def _wait(self, target: int) -> int:
         # Counted in steps slept rather than by the clock: a test's frozen clock holds
         # time.monotonic still, while time.sleep always sleeps in real time.
+        bound = min(self.wait_s, GRACE_S) if self.still else self.wait_s
         waited, step, tried, asked = 0.0, STEP_S, 0.0, -ASK_AGAIN_S
         while True:
             reached = self.projector.reached()
             if reached >= target:
+                self.still = False
                 return reached
-            if waited >= self.wait_s:
-                raise self.late(target, reached)
+            if waited >= bound:
+                return self._instead(target, reached)
             if waited - tried >= RETRY_S:
                 tried = waited
                 if self.role.take():
@@ -89,6 +108,28 @@ class Following:
             time.sleep(step)
             waited += step
             step = min(step * 2, MAX_STEP_S)
+
+    def _instead(self, target: int, reached: int) -> int:
+        """The projector holds the role and does not move (frozen, hung): catch up here."""
+        try:
+            caught = self.catch_up()
+        except Exception as error:
+            # Frozen mid-page, it holds the tracking rows this page must lock: the store's
+            # statement timeout ends the wait on them, and the read fails as it did before.
+            found = driver_error(error)
+            if getattr(found, "sqlstate", None) in CANCELLED:
+                raise self.late(target, reached) from error
+            raise
+        with self._saying:
+            if not self.still:
+                self.still = True
+                log.warning(
+                    "the views did not move within %g s although another process holds the "
+                    "projector's role: it is frozen or hung; this process catches them up "
+                    "itself until it moves again",
+                    self.wait_s,
+                )
+        return caught
 
     def _level(self) -> tuple[int, int]:
         """The store's head and where every view is, in one round trip: level, read at once."""

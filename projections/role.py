@@ -6,7 +6,9 @@ repeated work rather than capacity (scripts/MEASUREMENTS.md, "One projector per 
 lock ends with its session, so a killed projector's role is free at once; every other process
 tries it every ``RETRY_S`` and one takes it over. Projecting twice is never wrong (a page locks
 the tracking rows it advances: projectors take turns), only wasted: the lock says whose work it
-is, not what is safe.
+is, not what is safe. So a frozen projector (SIGSTOP, a suspended VM), whose session and lock
+live on, does not stop the reads of the others: past their wait they catch up themselves
+(following.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ from runledger.projections.read_model import ReadModel
 class FleetAnswers:
     fleet: Fleet
     projector: ReadModel
+    fresh: Callable[[], object]
+    """The read hook (Runledger.fresh): never the projector's catch_up, which would apply events
+    in a process that is not the store's projector."""
     loaded: Sequence[ModuleStatus]
     clock: Callable[[], datetime]
 
@@ -32,7 +35,7 @@ class FleetAnswers:
 
     def projections(self) -> list[schema.Projection]:
         with contextlib.suppress(ProjectionStuck):  # the trial below says where
-            self.projector.catch_up()
+            self.fresh()
         stuck = {s.view: s for s in self.projector.trial()}
         head = self.projector.head()
         positions = sorted(self.projector.positions().items())

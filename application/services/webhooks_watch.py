@@ -16,7 +16,6 @@ from eventsourcing.persistence import IntegrityError
 from runledger.application.services.fleet import Fleet
 from runledger.application.services.webhooks_outbox import Fact, Outbox, stamp
 from runledger.projections.errors import ProjectionStuck, Stuck
-from runledger.projections.read_model import ReadModel
 
 
 def gone_runner(runner: Any) -> Fact:
@@ -49,12 +48,13 @@ class Watcher:
         *,
         outbox: Outbox,
         fleet: Fleet,
-        projector: ReadModel,
+        fresh: Callable[[], object],
         clock: Callable[[], datetime],
     ) -> None:
         self.outbox = outbox
         self.fleet = fleet
-        self.projector = projector
+        self.fresh = fresh
+        """The read hook: on PostgreSQL only the store's projector applies events."""
         self.clock = clock
         self.recorded: set[tuple[str, str]] = set()
         """Facts this process has recorded or found recorded: not tried again."""
@@ -69,7 +69,7 @@ class Watcher:
 
     def stuck(self) -> list[Stuck]:
         try:
-            self.projector.catch_up()
+            self.fresh()
         except ProjectionStuck as error:
             return list(error.stuck)
         return []

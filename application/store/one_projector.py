@@ -35,8 +35,9 @@ def _late(wait_s: float) -> Callable[[int, int], Exception]:
     def late(needed: int, reached: int) -> Exception:
         return StoreUnavailable(
             f"the projections did not reach position {needed} within {wait_s:g} s (they are at "
-            f"{reached}): the process that projects this store is behind, stuck or gone; "
-            "`runledger projections` says which (RUNLEDGER_PROJECTION_WAIT_S sets this wait)"
+            f"{reached}): the process that projects this store is behind, stuck, frozen mid-page "
+            "or gone; `runledger projections` says which (RUNLEDGER_PROJECTION_WAIT_S sets this "
+            "wait)"
         )
 
     return late

@@ -4,6 +4,7 @@ see their own writes; when the projector's process dies another takes over withi
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -18,7 +19,6 @@ import pytest
 
 import runledger
 from runledger.application.bootstrap import bootstrap
-from runledger.application.errors import StoreUnavailable
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
@@ -99,25 +99,46 @@ def test_only_the_first_reader_projects_and_another_sees_its_own_write_by_waitin
     assert len(holders(pg_admin, pg_url)) == 1
 
 
-def test_a_read_whose_projector_does_not_move_fails_as_the_stores_trouble_past_its_wait(
-    boot: Boot, pg_url: str, pg_admin: str
+def test_a_read_whose_projector_does_not_move_catches_up_itself_past_its_wait_and_says_so_once(
+    boot: Boot, pg_url: str, pg_admin: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A projector that holds the role and does nothing: a process paused, or hung.
+    caplog.set_level(logging.WARNING, logger="runledger.projector")
     with psycopg.connect(pg_admin, autocommit=True) as hung:
         hung.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [ROLE_LOCK, schema_of(pg_url)])
         hung_pid = hung.info.backend_pid
         reader = boot(projection_wait_s=0.3)
         applied = counted(reader)
-        reader.app.save(entry("c1"))
-        with pytest.raises(StoreUnavailable, match="did not reach position"):
-            reader.queries.candidate_runs(AT, 3, 10)
-        assert applied == []
+        for n in range(3):
+            made = entry(f"c{n}")
+            reader.app.save(made)
+            assert reads_entry(reader, made)  # fresh, not stale and not a 503
+        assert applied and hung_pid in holders(pg_admin, pg_url)
+        said = [r for r in caplog.records if "frozen or hung" in r.getMessage()]
+        assert len(said) == 1  # once, not once per read
     # The hung one gone, the reader takes the role itself: a process alone never waits on nobody.
     until(lambda: hung_pid not in holders(pg_admin, pg_url))
-    made = entry("c2")
+    made = entry("c9")
     reader.app.save(made)
     assert reads_entry(reader, made)
-    assert applied
+
+
+def test_reads_that_are_not_the_projectors_leave_applying_to_it(
+    boot: Boot, pg_url: str, pg_admin: str
+) -> None:
+    """The fleet's projections and the webhooks' watch read through the read hook: in a process
+    that is not the projector they wait for it, and never apply an event themselves."""
+    first, second = boot(), boot()
+    first.queries.candidate_runs(AT, 3, 10)  # the first read: it takes the role
+    second_applied = counted(second)
+    second.app.save(entry("c1"))
+    head = second.projector.head()
+    assert {p.position for p in second.fleet_answers.projections()} == {head}
+    second.app.save(entry("c2"))
+    watcher = second.sender("w2").watcher
+    assert watcher is not None and watcher.stuck() == []
+    assert second.projector.behind() == 0
+    assert second_applied == []
 
 
 PROJECTOR = """

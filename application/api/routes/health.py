@@ -60,11 +60,12 @@ def readyz(
     """The store answers, no projection is stuck, and none is more than RUNLEDGER_READY_LAG
     events behind (10,000 unless set). With a valid bearer token (any role), each check and
     its detail; without one, only `ready`."""
+    rl: Runledger = request.app.state.rl
     checks = [_store(projector, settings)]
     if checks[0].ok:
-        checks.append(_projections(projector, settings.ready_lag))
+        checks.append(_projections(projector, rl.fresh, settings.ready_lag))
     ready = fleet.Readiness(ready=all(c.ok for c in checks), checks=checks)
-    holder = checked(brake, address, credentials, _as_the_view_stands(request.app.state.rl))
+    holder = checked(brake, address, credentials, _as_the_view_stands(rl))
     said = ready if holder is not None else Ready(ready=ready.ready)
     if ready.ready:
         return JSONResponse(said.model_dump(mode="json"))
@@ -96,14 +97,15 @@ def _store(projector: ReadModel, settings: Settings) -> fleet.Check:
     return fleet.Check(name="store", ok=True, detail=store_config(settings.database_url).display)
 
 
-def _projections(projector: ReadModel, bound: int) -> fleet.Check:
+def _projections(projector: ReadModel, fresh: Callable[[], object], bound: int) -> fleet.Check:
     """Further behind than the bound is not ready, said at once: a probe never waits for a
-    backlog to be applied. Within it, the views catch up first, which finds a stuck one."""
+    backlog to be applied. Within it, the views catch up first through the read hook, as every
+    read does (on PostgreSQL, by the store's projector), which finds a stuck one."""
     behind = projector.behind()
     if behind <= bound:
         try:
-            projector.catch_up()
-        except RunledgerError as error:
+            fresh()
+        except (RunledgerError, *STORE_ERRORS) as error:  # type: ignore[misc]
             return fleet.Check(name="projections", ok=False, detail=safe_text(str(error), 300))
         behind = projector.behind()
     ok = behind <= bound
