@@ -22,12 +22,10 @@ import pytest
 
 from runledger.application.cli import exits
 from tests.entrypoints.test_api_serve import (
-    RUNLEDGER,
     Served,
     env,
     served,
     spare_port,
-    token,
     world,
 )
 from tests.entrypoints.test_cli_json import spec
@@ -65,6 +63,14 @@ def one_sentence(done: Done, code: int, *said: str) -> None:
         assert words in " ".join(out.split()), out
 
 
+def token(forked: ForkedCli, env: dict[str, str], name: str, role: str) -> str:
+    """A token from `runledger token create`, on the store directly (an administrator's door)."""
+    done = forked.run("token", "create", name, "--role", role, "--json", cwd=forked.folder, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    secret: str = json.loads(done.stdout)["secret"]
+    return secret
+
+
 def held_run(forked: ForkedCli, folder: Path, environ: dict[str, str]) -> UUID:
     (folder / "held.json").write_text(json.dumps(spec("held", advance="manual")))
     started = forked.run("start", "held.json", cwd=folder, env=environ)
@@ -75,7 +81,7 @@ def held_run(forked: ForkedCli, folder: Path, environ: dict[str, str]) -> UUID:
 def test_an_operator_s_token_cancels_a_run_in_its_person_s_name_and_by_is_refused(
     forked: ForkedCli, served: Served, env: dict[str, str], address: str, tmp_path: Path
 ) -> None:
-    olga = through(env, address, token(env, "olga", "operator"))
+    olga = through(env, address, token(forked, env, "olga", "operator"))
     run = held_run(forked, tmp_path, olga)
     refused = forked.run("cancel", str(run), "--by", "mallory", cwd=tmp_path, env=olga)
     one_sentence(refused, exits.USAGE, "--by is refused through a server")
@@ -95,8 +101,8 @@ def test_an_operator_s_token_cancels_a_run_in_its_person_s_name_and_by_is_refuse
 def test_a_viewer_s_act_a_server_away_and_a_wrong_token_are_one_sentence_and_exit_1(
     forked: ForkedCli, served: Served, env: dict[str, str], address: str, tmp_path: Path
 ) -> None:
-    run = held_run(forked, tmp_path, through(env, address, token(env, "olga", "operator")))
-    vic = through(env, address, token(env, "vic", "viewer"))
+    run = held_run(forked, tmp_path, through(env, address, token(forked, env, "olga", "operator")))
+    vic = through(env, address, token(forked, env, "vic", "viewer"))
     assert str(run) in forked.run("runs", cwd=tmp_path, env=vic).stdout  # a viewer reads
     refused = forked.run("cancel", str(run), cwd=tmp_path, env=vic)
     one_sentence(refused, exits.FAILED, "vic is a viewer; this needs an operator")
@@ -120,31 +126,23 @@ def test_a_viewer_s_act_a_server_away_and_a_wrong_token_are_one_sentence_and_exi
     assert forked.run("runs", cwd=tmp_path, env=env).returncode == 0  # the store: still there
 
 
-def login(env: dict[str, str], folder: Path, secret: str, *args: str) -> Done:
-    return subprocess.run(
-        [*RUNLEDGER, "login", *args],
-        cwd=folder,
-        env=env,
-        input=f"{secret}\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def login(forked: ForkedCli, env: dict[str, str], folder: Path, secret: str, *args: str) -> Done:
+    return forked.run("login", *args, cwd=folder, env=env, input=f"{secret}\n")
 
 
 def test_login_keeps_contexts_in_a_file_only_its_owner_reads_and_use_switches_them(
     forked: ForkedCli, served: Served, env: dict[str, str], address: str, tmp_path: Path
 ) -> None:
     home = env | {"XDG_CONFIG_HOME": str(tmp_path / "config")}
-    operator, viewer = token(env, "olga", "operator"), token(env, "vic", "viewer")
+    operator, viewer = token(forked, env, "olga", "operator"), token(forked, env, "vic", "viewer")
     run, other = (held_run(forked, tmp_path, through(env, address, operator)) for _ in "ab")
-    signed = login(home, tmp_path, operator, address, "--name", "ops")
+    signed = login(forked, home, tmp_path, operator, address, "--name", "ops")
     assert signed.returncode == 0, signed.stdout + signed.stderr
     assert "as olga (operator); context ops is current" in " ".join(signed.stdout.split())
     assert operator not in signed.stdout + signed.stderr
     saved = tmp_path / "config" / "runledger" / "contexts.toml"
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
-    assert login(home, tmp_path, viewer, address, "--name", "look").returncode == 0
+    assert login(forked, home, tmp_path, viewer, address, "--name", "look").returncode == 0
     listed = forked.run("context", "list", "--json", cwd=tmp_path, env=home)
     assert json.loads(listed.stdout) == [
         {"name": "look", "server": address, "current": True},
@@ -162,7 +160,7 @@ def test_login_keeps_contexts_in_a_file_only_its_owner_reads_and_use_switches_th
     assert cancelled.returncode == 0 and cancelled.stdout.strip() == "cancelled"
     unknown = forked.run("context", "use", "nowhere", cwd=tmp_path, env=home)
     one_sentence(unknown, exits.FAILED, "no context 'nowhere' (saved: look, ops)")
-    refused = login(home, tmp_path, "not-a-token", address)
+    refused = login(forked, home, tmp_path, "not-a-token", address)
     one_sentence(refused, exits.FAILED, "refused the token")
     assert json.loads(forked.run("context", "list", "--json", cwd=tmp_path, env=home).stdout)[
         1

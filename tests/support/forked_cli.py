@@ -2,12 +2,11 @@
 imported the CLI: the process an operator's shell would start, less its second of imports.
 
 The server (``python -m tests.support.forked_cli``, started by ``ForkedCli``) imports the CLI and
-starts
-no thread, then reads one batch of commands a line (JSON: the arguments, the folder and the
-environment of each). For each command it forks a child that points its standard streams at
-files of its own (input at /dev/null), runs the CLI's ``main()`` and ends as the interpreter
-would: ``SystemExit``'s code, or a traceback and 1. A batch's children start together; the
-server answers their exit statuses.
+starts no thread, then reads one batch of commands a line (JSON: the arguments, the folder and
+the environment of each). For each command it forks a child that points its standard streams at
+files of its own (input at /dev/null, or a file holding what the test types), runs the CLI's
+``main()`` and ends as the interpreter would: ``SystemExit``'s code, or a traceback and 1. A
+batch's children start together; the server answers their exit statuses.
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ def _child(request: dict[str, Any], main: Callable[[], None]) -> NoReturn:
     os.environ.clear()
     os.environ.update(request["env"])
     for fd, path, flags in (
-        (0, os.devnull, os.O_RDONLY),
+        (0, request.get("in") or os.devnull, os.O_RDONLY),
         (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
         (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
     ):
@@ -120,14 +119,19 @@ class ForkedCli:
         return given | {"XDG_CONFIG_HOME": NO_CONFIG} | (env or {}) | {"COLUMNS": "200"}
 
     def run(
-        self, *args: str, cwd: Path, env: dict[str, str] | None = None
+        self, *args: str, cwd: Path, env: dict[str, str] | None = None, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """One command; ``env``, as run_cli's, replaces the server's for this command."""
-        (done,) = self.run_together([args], cwd=cwd, env=env)
+        """One command; ``env``, as run_cli's, replaces the server's for this command;
+        ``input``, what it reads on its standard input (else nothing: /dev/null)."""
+        (done,) = self.run_together([args], cwd=cwd, env=env, input=input)
         return done
 
     def run_together(
-        self, commands: list[tuple[str, ...]], cwd: Path, env: dict[str, str] | None = None
+        self,
+        commands: list[tuple[str, ...]],
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        input: str | None = None,
     ) -> list[subprocess.CompletedProcess[str]]:
         """Several commands at one moment: their processes are let go together."""
         environ = self.env if env is None else self.environment(env)
@@ -136,8 +140,19 @@ class ForkedCli:
             for _ in commands:
                 self.calls += 1
                 files.append((self.folder / f"{self.calls}.out", self.folder / f"{self.calls}.err"))
+            given = None
+            if input is not None:
+                given = self.folder / f"{self.calls}.in"
+                given.write_text(input, encoding="utf-8")
             batch = [
-                {"args": args, "cwd": str(cwd), "env": environ, "out": str(out), "err": str(err)}
+                {
+                    "args": args,
+                    "cwd": str(cwd),
+                    "env": environ,
+                    "out": str(out),
+                    "err": str(err),
+                    "in": str(given) if given else None,
+                }
                 for args, (out, err) in zip(commands, files, strict=True)
             ]
             assert self.server.stdin is not None and self.server.stdout is not None
