@@ -30,6 +30,7 @@ from runledger.application.services.sessions import Sessions
 from runledger.application.services.sweep.give_back import GiveBack
 from runledger.application.services.tokens import Tokens
 from runledger.application.services.webhooks import Webhooks
+from runledger.application.services.webhooks_addresses import Destinations
 from runledger.application.services.webhooks_outbox import Outbox, install
 from runledger.application.settings import Settings
 from runledger.application.store.ledger_app import LedgerApp, Streams, initialising, open_app
@@ -218,6 +219,7 @@ def _wired(w: _Opened) -> Runledger:
             streams=w.streams,
             rows=DeliveryRows(w.backend, fresh=w.fresh),
             clock=w.clock,
+            destinations=Destinations(allowed=w.settings.webhook_allow_networks),
         ),
         clock=w.clock,
         telemetry=w.telemetry,

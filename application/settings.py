@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from ipaddress import ip_network
+from ipaddress import IPv4Network, IPv6Network, ip_network
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -32,6 +32,7 @@ ENV_NAMES = {
     "shutdown_grace_s": "RUNLEDGER_SHUTDOWN_GRACE_S",
     "webhook_attempts": "RUNLEDGER_WEBHOOK_ATTEMPTS",
     "webhook_delay_s": "RUNLEDGER_WEBHOOK_DELAY_S",
+    "webhook_allow_networks": "RUNLEDGER_WEBHOOK_ALLOW_NETWORKS",
     "ready_lag": "RUNLEDGER_READY_LAG",
     "projection_wait_s": "RUNLEDGER_PROJECTION_WAIT_S",
     "modules_dir": "RUNLEDGER_MODULES_DIR",
@@ -99,6 +100,9 @@ class Settings(BaseModel, frozen=True):
     # A webhook is tried this many times, the n-th retry after delay * 2**(n-1) seconds (jittered).
     webhook_attempts: int = Field(default=8, ge=1, le=50)
     webhook_delay_s: float = Field(default=10.0, ge=0, le=3600, allow_inf_nan=False)
+    # Networks a webhook may be sent into although they are loopback, private, link-local, …
+    # (services/webhooks_addresses.py); none by default.
+    webhook_allow_networks: tuple[IPv4Network | IPv6Network, ...] = ()
     # /readyz: events a projection may be behind before the process says it is not ready.
     ready_lag: int = Field(default=10_000, ge=0)
     # PostgreSQL: how long a read in a process that is not the projector waits for the views to
@@ -149,6 +153,21 @@ class Settings(BaseModel, frozen=True):
                 shown = safe_text(repr(entry), 60)
                 raise ValueError(f"{shown} is not an IP address or network") from None
         return value
+
+    @field_validator("webhook_allow_networks", mode="before")
+    @classmethod
+    def _allowed(cls, value: object) -> object:
+        """``"10.0.0.0/8, 127.0.0.1/32"`` from the environment; each a network, host bits zero."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, list | tuple):
+            return value
+        try:
+            return tuple(ip_network(str(entry)) for entry in value)
+        except ValueError as error:
+            raise ValueError(
+                f"must be networks such as 10.0.0.0/8: {safe_text(error, 120)}"
+            ) from None
 
     @field_validator("retry_delays_s", mode="before")
     @classmethod

@@ -23,6 +23,7 @@ MEANINGS = {
     "shutdown_grace_s": "a stopping runner waits this long for calls abandoned at their deadline",
     "webhook_attempts": "attempts at one webhook delivery before it is marked failed",
     "webhook_delay_s": "seconds before a webhook's first retry; each later one waits twice as long",
+    "webhook_allow_networks": "networks (CIDRs) webhooks may be sent into although not public",
     "ready_lag": "/readyz answers 503 once a projection is this many events behind",
     "projection_wait_s": "PostgreSQL: seconds a read waits for the projector before a 503",
     "modules_dir": "a folder of module folders to load",

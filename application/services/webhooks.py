@@ -17,6 +17,7 @@ from eventsourcing.application import AggregateNotFoundError
 from runledger.application.errors import BadRequest, NotFound
 from runledger.application.services.inputs import person
 from runledger.application.services.ledger import save_with_retry
+from runledger.application.services.webhooks_addresses import Destinations
 from runledger.application.store.ledger_app import LedgerApp, Streams
 from runledger.domain.delivery import Delivery
 from runledger.domain.subscription import (
@@ -65,11 +66,13 @@ class Webhooks:
         streams: Streams,
         rows: DeliveryRows,
         clock: Callable[[], datetime],
+        destinations: Destinations | None = None,
     ) -> None:
         self.app = app
         self.streams = streams
         self.rows = rows
         self.clock = clock
+        self.destinations = destinations or Destinations()
 
     def _all(self) -> Subscriptions:
         try:
@@ -82,7 +85,7 @@ class Webhooks:
         """A new subscription, enabled; its secret is in the answer and shown nowhere else."""
         new = Subscription(
             uuid4(),
-            checked_url(url),
+            self._reachable(checked_url(url)),
             checked_facts(facts),
             PREFIX + secrets.token_urlsafe(32),
             True,
@@ -97,6 +100,12 @@ class Webhooks:
 
         save_with_retry(self.app, build)
         return Added(new)
+
+    def _reachable(self, url: str) -> str:
+        problem = self.destinations.url_problem(url)
+        if problem is not None:
+            raise BadRequest(f"url: {safe_text(url, 80)} {problem}")
+        return url
 
     def listing(self) -> list[Subscription]:
         every = self._all().items.values()

@@ -6,6 +6,7 @@ lapse and another sends again (at least once: receivers drop repeats by ``Runled
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import threading
@@ -14,12 +15,14 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
 from runledger.application.services.retry_at import retry_at
 from runledger.application.services.webhooks import Webhooks
+from runledger.application.services.webhooks_addresses import Destinations, Refused
 from runledger.application.services.webhooks_sign import signature
 from runledger.application.services.webhooks_watch import Watcher
 from runledger.application.settings import Settings
@@ -50,16 +53,47 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirects)
+def opener(destinations: Destinations) -> urllib.request.OpenerDirector:
+    """POSTs that connect only to checked addresses, follow no redirect and use no proxy from
+    the environment (through a proxy, the address checked would be the proxy's)."""
+
+    # http.client opens its socket through _create_connection((host, port), ...): the one seam
+    # where the address connected to is chosen, so the checked one is chosen there. TLS still
+    # wraps that socket naming the URL's host (SNI, certificate check).
+    def plain(host: str, **given: Any) -> http.client.HTTPConnection:
+        connection = http.client.HTTPConnection(host, **given)
+        connection._create_connection = destinations.connect  # type: ignore[attr-defined]
+        return connection
+
+    def tls(host: str, **given: Any) -> http.client.HTTPSConnection:
+        connection = http.client.HTTPSConnection(host, **given)
+        connection._create_connection = destinations.connect  # type: ignore[attr-defined]
+        return connection
+
+    class Plain(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(plain, req)
+
+    class Tls(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(tls, req, context=self._context)  # type: ignore[attr-defined]
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects, Plain, Tls)
 
 
-def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
+def post(
+    url: str, body: bytes, headers: dict[str, str], to: urllib.request.OpenerDirector
+) -> Answer:
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with _OPENER.open(request, timeout=TIMEOUT_S) as answer:
+        with to.open(request, timeout=TIMEOUT_S) as answer:
             return Answer(answer.status, None)
     except urllib.error.HTTPError as error:
         return Answer(error.code, None)
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, Refused):
+            return Answer(None, safe_text(f"refused: {error.reason}", 300))
+        return Answer(None, safe_text(f"{type(error).__name__}: {error}", 300))
     except (OSError, ValueError) as error:  # refused, reset, timed out, unresolvable
         return Answer(None, safe_text(f"{type(error).__name__}: {error}", 300))
 
@@ -88,6 +122,7 @@ class Sender:
         self.settings = settings
         self.clock = clock
         self.worker = worker
+        self.opener = opener(webhooks.destinations)
 
     def send_due(self) -> int:
         """Send every delivery due now, one at a time; answers how many were attempted."""
@@ -122,7 +157,9 @@ class Sender:
             "Runledger-Delivery": str(delivery.id),
             "Runledger-Signature": signature(to.secret, body, int(self.clock().timestamp())),
         }
-        self._record(delivery, post(to.url, body, headers), self.settings.webhook_attempts)
+        self._record(
+            delivery, post(to.url, body, headers, self.opener), self.settings.webhook_attempts
+        )
 
     def _record(self, delivery: Delivery, answer: Answer, allowed: int) -> None:
         now = self.clock()

@@ -14,10 +14,16 @@ from runledger.application.services.webhooks_sign import signature
 from runledger.domain.delivery import Delivery
 from tests.conftest import Factory
 from tests.support.playing import SPAWN, Clock, ended_run, makes, start
-from tests.support.receiver import Received, receiving
+from tests.support.receiver import LOCAL, Received, receiving
 from tests.support.world import World, answering, throws
 
 ALL = ["run.needs_person", "run.aborted", "runner.gone", "projection.stuck"]
+
+
+@pytest.fixture
+def rl(make_runledger: Factory) -> Runledger:
+    """The test's runledger, allowed to send to its receivers on 127.0.0.1."""
+    return make_runledger(webhook_allow_networks=LOCAL)
 
 
 def signed(secret: str, got: Received) -> bool:
@@ -54,7 +60,7 @@ def test_an_aborted_run_is_told_signed_to_a_real_receiver(
 def test_a_run_whose_cleanup_became_incomplete_is_told(
     make_runledger: Factory, world: World, clock: Clock
 ) -> None:
-    rl = make_runledger(max_revert_attempts=2)
+    rl = make_runledger(max_revert_attempts=2, webhook_allow_networks=LOCAL)
     world.answer("revert", SPAWN, throws())
     with receiving() as receiver:
         added = rl.webhooks.add(receiver.url, ["run.needs_person"], by="alice")
@@ -87,7 +93,7 @@ def test_a_drift_is_told_and_other_subscriptions_are_not(
 def test_a_receiver_that_fails_twice_gets_it_on_the_third_attempt(
     make_runledger: Factory, world: World, clock: Clock
 ) -> None:
-    rl = make_runledger(webhook_delay_s=10)
+    rl = make_runledger(webhook_delay_s=10, webhook_allow_networks=LOCAL)
     with receiving(500, 503) as receiver:
         added = rl.webhooks.add(receiver.url, ["run.aborted"], by="alice")
         rl.ledger.abort_run(start(rl, makes("spawn", "c1")), "no", by="bob")
@@ -112,7 +118,7 @@ def test_a_receiver_that_fails_twice_gets_it_on_the_third_attempt(
 def test_a_receiver_that_never_answers_is_marked_failed_after_its_attempts(
     make_runledger: Factory, world: World, clock: Clock
 ) -> None:
-    rl = make_runledger(webhook_attempts=2, webhook_delay_s=1)
+    rl = make_runledger(webhook_attempts=2, webhook_delay_s=1, webhook_allow_networks=LOCAL)
     with receiving() as receiver:
         dead = receiver.url
     added = rl.webhooks.add(dead, ["run.aborted"], by="alice")
@@ -131,7 +137,7 @@ def test_a_receiver_that_never_answers_is_marked_failed_after_its_attempts(
 def test_two_senders_send_one_delivery_once(
     make_runledger: Factory, world: World, clock: Clock
 ) -> None:
-    rl, other = make_runledger(), make_runledger()
+    rl, other = (make_runledger(webhook_allow_networks=LOCAL) for _ in "ab")
     with receiving() as receiver:
         rl.webhooks.add(receiver.url, ["run.aborted"], by="alice")
         rl.ledger.abort_run(start(rl, makes("spawn", "c1")), "no")

@@ -24,7 +24,7 @@ from runledger.application.services.webhooks_send import CLAIM_S
 from runledger.application.settings import Settings
 from runledger.domain.run import Run
 from tests.entrypoints.test_cli import RUNLEDGER
-from tests.support.receiver import receiving
+from tests.support.receiver import LOCAL, LOCAL_NETWORKS, receiving
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,8 @@ DOOMED = textwrap.dedent(
 
 
 def test_a_delivery_claimed_by_a_killed_process_is_sent_by_another(store_url: str) -> None:
-    with bootstrap(Settings(database_url=store_url), Registry()) as rl, receiving() as receiver:
+    local = Settings(database_url=store_url, webhook_allow_networks=LOCAL_NETWORKS)
+    with bootstrap(local, Registry()) as rl, receiving() as receiver:
         rl.webhooks.add(receiver.url, ["run.aborted"], by="alice")
         doomed = subprocess.Popen(
             [sys.executable, "-c", DOOMED, store_url], stdout=subprocess.PIPE, text=True
@@ -78,7 +79,8 @@ def test_a_delivery_claimed_by_a_killed_process_is_sent_by_another(store_url: st
 def test_a_runner_process_sends_what_a_fact_queued_and_stops_on_sigterm(
     store_url: str, tmp_path: Path
 ) -> None:
-    with bootstrap(Settings(database_url=store_url), Registry()) as rl, receiving() as receiver:
+    local = Settings(database_url=store_url, webhook_allow_networks=LOCAL_NETWORKS)
+    with bootstrap(local, Registry()) as rl, receiving() as receiver:
         rl.webhooks.add(receiver.url, ["run.aborted"], by="alice")
         now = datetime.now(UTC)
         run = Run.start(uuid4(), "told by a runner", now)
@@ -87,6 +89,7 @@ def test_a_runner_process_sends_what_a_fact_queued_and_stops_on_sigterm(
         rl.app.save(run)
         env = {k: v for k, v in os.environ.items() if not k.startswith("RUNLEDGER_")}
         env |= {"RUNLEDGER_DATABASE_URL": store_url, "RUNLEDGER_BUILTIN_MODULES": ""}
+        env["RUNLEDGER_WEBHOOK_ALLOW_NETWORKS"] = LOCAL
         runner = subprocess.Popen(
             [*RUNLEDGER, "runner", "--interval", "0.2"], env=env, cwd=tmp_path, text=True
         )

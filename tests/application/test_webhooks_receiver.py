@@ -16,7 +16,8 @@ import pytest
 from runledger.application.runledger import Runledger
 from runledger.application.services.webhooks_sign import signature
 from runledger.domain.run import Run
-from tests.support.receiver import receiving
+from tests.conftest import Factory
+from tests.support.receiver import LOCAL, receiving
 
 OPERATING = Path(__file__).parents[2] / "OPERATING.md"
 MARK = "<!-- tests/application/test_webhooks_receiver.py runs this block as written -->"
@@ -34,6 +35,12 @@ def documented() -> Verified:
     exec(compile(found.group(1), str(OPERATING), "exec"), space)  # the page's own block, as pasted
     verified: Verified = space["verified"]
     return verified
+
+
+@pytest.fixture
+def rl(make_runledger: Factory) -> Runledger:
+    """The test's runledger, allowed to send to its receiver on 127.0.0.1."""
+    return make_runledger(webhook_allow_networks=LOCAL)
 
 
 @pytest.fixture

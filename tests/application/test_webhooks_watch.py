@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from runledger.application.runledger import Runledger
 from tests.application.test_projection_stuck import stuck_store
 from tests.conftest import Factory
 from tests.support.playing import Clock
-from tests.support.receiver import receiving
+from tests.support.receiver import LOCAL, receiving
 from tests.support.world import World
 
 
+@pytest.fixture
+def rl(make_runledger: Factory) -> Runledger:
+    """The test's runledger, allowed to send to its receivers on 127.0.0.1."""
+    return make_runledger(webhook_allow_networks=LOCAL)
+
+
 def test_a_gone_runner_is_told_once(make_runledger: Factory, clock: Clock) -> None:
-    rl, other = make_runledger(runner_gone_s=60), make_runledger(runner_gone_s=60)
+    rl, other = (make_runledger(runner_gone_s=60, webhook_allow_networks=LOCAL) for _ in "ab")
     with receiving() as receiver:
         rl.webhooks.add(receiver.url, ["runner.gone"], by="alice")
         runner_id = rl.fleet.join("gardener", ["garden"], [], [])

@@ -10,16 +10,24 @@ from uuid import uuid4
 
 import pytest
 
+from runledger.application.runledger import Runledger
 from tests.support.api_support import (
     Api,
+    Opener,
+    Shard,
     api_fixture,  # noqa: F401  (a fixture)
-    api_rl_fixture,  # noqa: F401  (a fixture)
     shard_fixture,  # noqa: F401  (a fixture)
     shard_run,
 )
-from tests.support.receiver import receiving
+from tests.support.receiver import LOCAL, receiving
 
 HOOKS = "/admin/webhooks"
+
+
+@pytest.fixture(name="api_rl")
+def webhooks_api_rl(opened: Opener, shard: Shard) -> Runledger:
+    """api_support's runledger, allowed to send to the receivers on 127.0.0.1."""
+    return opened(retry_delays_s=(60.0,), max_revert_attempts=2, webhook_allow_networks=LOCAL)
 
 
 def names(answer: Any, field: str) -> bool:
@@ -76,6 +84,23 @@ def test_a_hostile_url_is_a_4xx_naming_the_field(api: Api, url: object) -> None:
     answer = api.post(HOOKS, json={"url": url, "events": ["run.aborted"]})
     assert 400 <= answer.status_code < 500, answer.text
     assert names(answer, "url")
+    assert api.get(HOOKS).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::ffff:10.0.0.1]/",
+        "http://0x7f000002:8080/",
+    ],
+)
+def test_a_url_into_a_network_only_runledger_reaches_is_a_422_saying_why(
+    api: Api, url: str
+) -> None:
+    answer = api.post(HOOKS, json={"url": url, "events": ["run.aborted"]})
+    assert answer.status_code == 422 and names(answer, "url")
+    assert "address" in answer.text and "RUNLEDGER_WEBHOOK_ALLOW_NETWORKS" in answer.text
     assert api.get(HOOKS).json()["items"] == []
 
 

@@ -1,6 +1,7 @@
 """`runledger webhook` on the store directly and through a server (test_cli_json's ``cli``):
 add prints the secret once, list never does, deliveries shows the attempts, remove, and a
-hostile URL is one sentence and exit 1 either way."""
+hostile URL (one into a network only runledger reaches among them) is one sentence and exit 1
+either way."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def test_webhook_add_list_deliveries_and_remove(cli: Cli) -> None:
 
 
 def test_a_hostile_url_or_event_is_one_sentence_and_exit_1(cli: Cli) -> None:
-    for url in ("ftp://example.com/", "http://u:p@example.com/", "http://x/\x1b[31m"):
+    hostile = ("ftp://example.com/", "http://u:p@example.com/", "http://x/\x1b[31m")
+    for url in (*hostile, "http://169.254.169.254/", "http://[::ffff:127.0.0.1]:8080/"):
         done = cli("webhook", "add", url, "--event", "run.aborted", code=1)
         assert "url" in done.err + done.out and "Traceback" not in done.err
     done = cli("webhook", "add", "https://example.com/", "--event", "run.exploded", code=1)

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.api_support import Api, api_fixture, api_rl_fixture, shard_fixture, shard_run
+from runledger.application.runledger import Runledger
+from tests.support.api_support import Api, Opener, Shard, api_fixture, shard_fixture, shard_run
 from tests.support.console_support import Console
-from tests.support.receiver import receiving
+from tests.support.receiver import LOCAL, receiving
 
-__all__ = ["api_fixture", "api_rl_fixture", "shard_fixture"]
+__all__ = ["api_fixture", "shard_fixture"]
+
+
+@pytest.fixture(name="api_rl")
+def webhooks_api_rl(opened: Opener, shard: Shard) -> Runledger:
+    """api_support's runledger, allowed to send to the receivers on 127.0.0.1."""
+    return opened(retry_delays_s=(60.0,), max_revert_attempts=2, webhook_allow_networks=LOCAL)
 
 
 def test_an_admin_sees_each_webhook_and_its_attempts(api: Api) -> None:

@@ -8,6 +8,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import IPv4Network
+
+LOCAL = "127.0.0.1/32"
+"""Where every receiver listens: RUNLEDGER_WEBHOOK_ALLOW_NETWORKS must allow it."""
+LOCAL_NETWORKS = (IPv4Network(LOCAL),)
 
 
 @dataclass(frozen=True)
