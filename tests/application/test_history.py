@@ -527,7 +527,7 @@ def test_a_rebuild_from_position_zero_gives_equal_tables(
     rl.fleet.leave(rl.fleet.join("gardener", ["garden"], ["garden.plant"], []))
     rl.tokens.revoke(rl.tokens.issue("gardener", "viewer", by="alice").token_id, by="alice")
     plant_on_schedule(rl, clock)
-    rl.webhooks.add("http://127.0.0.1:9/nobody-listens", ["run.aborted"], by="alice")
+    rl.webhooks.add("http://nobody.invalid/nobody-listens", ["run.aborted"], by="alice")
     rl.ledger.abort_run(start(rl, makes("spawn", "c8"), name="told"), "a webhook to rebuild")
     assert rl.sender("w1").send_due() == 1  # refused: an attempt to rebuild too
     rl.projector.catch_up()
