@@ -106,10 +106,12 @@ def walk(stores: Stores, examples: int) -> None:
     )
 
 
+@pytest.mark.slow  # seconds of generated histories: in the slow tier, run first
 def test_the_counts_agree_with_the_scan_after_every_step_on_sqlite() -> None:
     walk(SQLiteFiles(), examples=12)
 
 
+@pytest.mark.slow  # seconds of generated histories: in the slow tier, run first
 @pytest.mark.postgres
 def test_the_counts_agree_with_the_scan_after_every_step_on_postgres(pg_admin: str) -> None:
     walk(PostgresSchemas(pg_admin), examples=4)

@@ -546,10 +546,12 @@ def run_machine(stores: Stores, examples: int) -> None:
     )
 
 
+@pytest.mark.slow  # seconds of generated histories: in the slow tier, run first
 def test_every_sequence_keeps_status_derived_and_gives_nothing_back_twice_on_sqlite() -> None:
     run_machine(SQLiteFiles(), examples=40)
 
 
+@pytest.mark.slow  # seconds of generated histories: in the slow tier, run first
 @pytest.mark.postgres
 def test_every_sequence_keeps_status_derived_and_gives_nothing_back_twice_on_postgres(
     pg_admin: str,
