@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -10,7 +9,7 @@ from uuid import UUID
 
 from runledger.domain.definition import DryRun, Stamp, verification
 from runledger.domain.occurrence import OccurrenceState
-from runledger.projections.backend import Backend
+from runledger.projections.fresh_reads import FreshReads
 
 
 def _time(value: float | None) -> datetime | None:
@@ -112,19 +111,9 @@ class OccurrenceRow:
         )
 
 
-class DefinitionRows:
+class DefinitionRows(FreshReads):
     """The definitions and their occurrences as the views hold them; ``fresh`` brings the views
     level with the store first."""
-
-    def __init__(self, backend: Backend, fresh: Callable[[], object]) -> None:
-        self.backend = backend
-        self.fresh = fresh
-
-    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
-        self.fresh()
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(self.backend.sql(statement), params)
-            return list(cursor.fetchall())
 
     def listing(self, limit: int) -> list[DefinitionRow]:
         rows = self._rows("SELECT * FROM {rl_definitions} ORDER BY name LIMIT %s", [limit])

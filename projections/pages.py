@@ -3,13 +3,12 @@ and a run's log backwards from a position."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from runledger.projections.backend import Backend
+from runledger.projections.fresh_reads import FreshReads
 from runledger.projections.queries import LogLine
 from runledger.projections.schema import is_unresolved
 from runledger.projections.statements import _OPEN
@@ -100,18 +99,9 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-class Pages:
+class Pages(FreshReads):
     """Reads for lists a page at a time and for counts; ``fresh`` brings the views level with
-    the store first, as every read of the views does (projections/queries.py)."""
-
-    def __init__(self, backend: Backend, *, fresh: Callable[[], object]) -> None:
-        self.backend = backend
-        self.fresh = fresh
-
-    def _rows(self, statement: str, params: list[Any], *, caught_up: bool = False) -> list[Any]:
-        if not caught_up:
-            self.fresh()
-        return self.backend.select(self.backend.sql(statement), params)
+    the store first, as every read of the views does (fresh_reads.py)."""
 
     def runs(
         self,
@@ -156,16 +146,15 @@ class Pages:
         """A run's last ``limit`` lines before position ``before``, in store order."""
         bound = "AND position < %s" if before is not None else ""
         params: list[Any] = [str(run_id), *([before] if before is not None else [])]
-        rows = self._rows(
-            f"""SELECT * FROM {{rl_run_log}} WHERE run_id = %s {bound}
-                ORDER BY position DESC LIMIT %s""",
-            [*params, limit + 1],
-        )
-        counted = self._rows(  # caught up for the lines, just before
-            "SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s",
-            [str(run_id)],
-            caught_up=True,
-        )
+        with self.one_catch_up():  # the lines and their count of one moment
+            rows = self._rows(
+                f"""SELECT * FROM {{rl_run_log}} WHERE run_id = %s {bound}
+                    ORDER BY position DESC LIMIT %s""",
+                [*params, limit + 1],
+            )
+            counted = self._rows(
+                "SELECT COUNT(*) AS n FROM {rl_run_log} WHERE run_id = %s", [str(run_id)]
+            )
         lines = [LogLine.of(row) for row in reversed(rows[:limit])]
         return LogLines(lines, int(counted[0]["n"]), len(rows) > limit)
 

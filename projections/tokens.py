@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from runledger.projections.backend import Backend
+from runledger.projections.fresh_reads import FreshReads
 
 
 @dataclass(frozen=True)
@@ -33,18 +32,8 @@ class TokenRow:
         )
 
 
-class TokenRows:
+class TokenRows(FreshReads):
     """The tokens as the view holds them; ``fresh`` brings the view level with the store first."""
-
-    def __init__(self, backend: Backend, fresh: Callable[[], object]) -> None:
-        self.backend = backend
-        self.fresh = fresh
-
-    def _rows(self, statement: str, params: list[Any]) -> list[Any]:
-        self.fresh()
-        with self.backend.transaction(commit=False) as cursor:
-            cursor.execute(self.backend.sql(statement), params)
-            return list(cursor.fetchall())
 
     def live(self, digest: str) -> TokenRow | None:
         rows = self._rows(
