@@ -663,6 +663,7 @@ def start_rebuild(store_url: str, tmp_path: Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow  # a rebuild in a process of its own, killed
 def test_a_rebuild_killed_midway_leaves_the_live_tables_serving_and_can_run_again(
     rl: Runledger, store_url: str, tmp_path: Path
 ) -> None:
