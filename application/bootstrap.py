@@ -23,6 +23,8 @@ from runledger.application.services.occurrences import Occurrences
 from runledger.application.services.once import Once
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.running.dispatch import Dispatcher
+from runledger.application.services.running.division import Division, Share
+from runledger.application.services.running.rotation import RunRotation
 from runledger.application.services.running.starts import Starts
 from runledger.application.services.runs import Runs
 from runledger.application.services.serving import ServedElsewhere, served_by
@@ -147,9 +149,12 @@ def _wired(w: _Opened) -> Runledger:
         clock=w.clock,
     )
     serving = served_by(fleet, w.clock)
+    division = Division(fleet=fleet, clock=w.clock)
     pages = Pages(w.backend, fresh=w.fresh)
     holds = Holds(core_lease=core_lease, ledger=ledger, queries=w.queries, clock=w.clock)
-    cleanup = _cleanup(w, ledger=ledger, core_lease=core_lease, holds=holds, serving=serving)
+    cleanup = _cleanup(
+        w, ledger=ledger, core_lease=core_lease, holds=holds, serving=serving, share=division.share
+    )
     dry_runner = DryRunner(
         registry=w.registry,
         core_lease=core_lease,
@@ -158,6 +163,8 @@ def _wired(w: _Opened) -> Runledger:
         serving=serving,
     )
     runs = _runs(w, ledger=ledger, core_lease=core_lease, dry_runner=dry_runner, serving=serving)
+    # Runs builds its rotation; the division is this store's, so it is wired here.
+    runs.leg.rotation = RunRotation(queries=w.queries, settings=w.settings, share=division.share)
     definition_rows = DefinitionRows(w.backend, fresh=w.fresh)
     definitions = Definitions(
         app=w.app, streams=w.streams, rows=definition_rows, dry_runner=dry_runner, clock=w.clock
@@ -227,7 +234,13 @@ def _wired(w: _Opened) -> Runledger:
 
 
 def _cleanup(
-    w: _Opened, *, ledger: Ledger, core_lease: CoreLease, holds: Holds, serving: Serving
+    w: _Opened,
+    *,
+    ledger: Ledger,
+    core_lease: CoreLease,
+    holds: Holds,
+    serving: Serving,
+    share: Callable[[], Share],
 ) -> Cleanup:
     return Cleanup(
         app=w.app,
@@ -244,6 +257,7 @@ def _cleanup(
         settings=w.settings,
         clock=w.clock,
         serving=serving,
+        share=share,
     )
 
 

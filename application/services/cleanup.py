@@ -11,6 +11,7 @@ from runledger.application.services.holds import Holds
 from runledger.application.services.inputs import person
 from runledger.application.services.ledger import Ledger, save_with_retry
 from runledger.application.services.pass_maker import PassMaker
+from runledger.application.services.running.division import Share, everything
 from runledger.application.services.serving import ServedElsewhere, served_nowhere
 from runledger.application.services.sweep.give_back import GiveBack
 from runledger.application.services.sweep.groups import Group
@@ -48,6 +49,7 @@ class Cleanup:
         settings: Settings,
         clock: Callable[[], datetime],
         serving: Callable[[], ServedElsewhere] = served_nowhere,
+        share: Callable[[], Share] = everything,
     ) -> None:
         self.app = app
         self.streams = streams
@@ -58,6 +60,7 @@ class Cleanup:
         self.settings = settings
         self.clock = clock
         self.serving = serving
+        self.share = share
         self._passes = PassMaker(
             app=app, streams=streams, give_back=give_back, settings=settings, clock=clock
         )
@@ -70,20 +73,26 @@ class Cleanup:
         """One bounded pass over the runs that owe the world something."""
         return self.sweep_more(worker, stop)[0]
 
-    def sweep_more(self, worker: str, stop: Halt | None = None) -> tuple[dict[UUID, Summary], bool]:
+    def sweep_more(
+        self, worker: str, stop: Halt | None = None, share: Share | None = None
+    ) -> tuple[dict[UUID, Summary], bool]:
         """A pass, and whether it may have left work a next pass would find: it found a whole
-        batch of runs, or a run with more than it may work."""
+        batch of runs, or a run with more than it may work. ``share``: this process's runners'
+        part of the runs, read once for a leg of passes (read for this pass if not given)."""
         elsewhere = self.serving()
         now = self.clock()
         batch = self.settings.cleanup_run_batch
         max_attempts = self.settings.max_revert_attempts
+        share = share if share is not None else self.share()
         # Every run's work is read before the pass writes, after one catch-up: a catch-up
         # after a run's verdicts would be a write transaction of its own, and one before each
         # read would only ask the store again whether anything new had come.
         with self.queries.one_catch_up():
-            found = self.queries.candidate_runs(now, max_attempts, batch + len(self._troubled))
+            limit = (batch + len(self._troubled)) * share.parts
+            found = share.of(self.queries.candidate_runs(now, max_attempts, limit))
             # A run whose pass just raised waits its turn behind the others (TroubledRuns);
-            # the rest are shuffled, so that several workers start at different runs.
+            # the rest are shuffled, so that several workers start at different runs; runners
+            # that share the store each take their share of the runs (division.py).
             candidates = self._troubled.pass_over(found)[:batch]
             random.shuffle(candidates)
             rows = {r.run_id: r for r in self.queries.runs(candidates, now, max_attempts)}

@@ -44,6 +44,28 @@ class Loaded:
 
 
 @dataclass(frozen=True)
+class Kit:
+    """What a runner loaded, as its record keeps it: runners with the same kit serve the same
+    runs, so they may divide them between them."""
+
+    modules: tuple[str, ...]
+    actions: tuple[str, ...]
+    leases: tuple[str, ...]
+
+    @classmethod
+    def of(cls, row: RunnerRow) -> Kit:
+        return cls(row.modules, row.actions, row.leases)
+
+
+@dataclass(frozen=True)
+class Ours:
+    """A runner this process joined and has not left, with the seconds between its beats."""
+
+    kit: Kit
+    every_s: float
+
+
+@dataclass(frozen=True)
 class RunnerInfo(RunnerRow):
     """A runner as its rows say, and whether it is live, gone or stopped now."""
 
@@ -86,12 +108,21 @@ class Fleet:
         self.rows = rows
         self.gone_after = timedelta(seconds=gone_after_s)
         self.clock = clock
+        self.ours: dict[UUID, Ours] = {}
+        """The runners joined through this fleet and not left: the division's "this process"."""
 
     def join(
-        self, worker: str, modules: Iterable[str], actions: Iterable[str], leases: Iterable[str]
+        self,
+        worker: str,
+        modules: Iterable[str],
+        actions: Iterable[str],
+        leases: Iterable[str],
+        every_s: float = 1.0,
     ) -> UUID:
-        """Record a runner process as started, with its first heartbeat; answers its new id."""
+        """Record a runner process as started, with its first heartbeat; answers its new id.
+        ``every_s``: the seconds between its beats, for the division's bound."""
         name, runner_id, at = worker_name(worker), uuid4(), self.clock()
+        kit = Kit(_names(modules), _names(actions), _names(leases))
         # The heartbeat first: if the save then fails, a row nobody reads is all that is left,
         # and the runner joins again under a new id; a record without a heartbeat would be a
         # runner shown as gone that never was.
@@ -102,12 +133,13 @@ class Fleet:
                 name,
                 made_storable(socket.gethostname()),
                 os.getpid(),
-                _names(modules),
-                _names(actions),
-                _names(leases),
+                list(kit.modules),
+                list(kit.actions),
+                list(kit.leases),
                 at,
             )
         )
+        self.ours[runner_id] = Ours(kit, every_s)
         return runner_id
 
     def beat(self, runner_id: UUID) -> None:
@@ -115,6 +147,7 @@ class Fleet:
 
     def leave(self, runner_id: UUID) -> None:
         """Record that the runner stopped on purpose."""
+        self.ours.pop(runner_id, None)
         try:
             record: RunnerRecord = self.app.repository.get(runner_id)
         except AggregateNotFoundError:
@@ -141,7 +174,7 @@ class Fleet:
         return runner_state(row.stopped_at is not None, row.last_beat, now, self.gone_after)
 
 
-def _names(names: Iterable[str]) -> list[str]:
+def _names(names: Iterable[str]) -> tuple[str, ...]:
     """Sorted and storable: an id a module registered is its own text, never checked, so a
     NUL or a lone surrogate in one is written out rather than refused."""
-    return sorted({written_out(str(name)) for name in names})
+    return tuple(sorted({written_out(str(name)) for name in names}))

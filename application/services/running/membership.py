@@ -4,12 +4,16 @@ leaves however it stops."""
 from __future__ import annotations
 
 import logging
+import time
 from uuid import UUID
 
 from runledger.application.services.fleet import Fleet, Loaded
 from runledger.application.services.running.trouble import TROUBLE, StoreTrouble
 
 log = logging.getLogger("runledger.runner")
+
+AGAIN_S = 0.25
+"""Beats between a tick's legs at most this often: each is a committed write."""
 
 
 class Membership:
@@ -23,10 +27,15 @@ class Membership:
         self.loaded = loaded
         self.troubles = troubles
         self.runner_id: UUID | None = None
+        self._beaten = time.monotonic()
+        self.every_s = 1.0
+        """Seconds between this runner's ticks: the others' bound for its share (division.py)."""
 
     def join(self) -> None:
         loaded = self.loaded
-        self.runner_id = self.fleet.join(self.worker, loaded.modules, loaded.actions, loaded.leases)
+        self.runner_id = self.fleet.join(
+            self.worker, loaded.modules, loaded.actions, loaded.leases, self.every_s
+        )
 
     def beat(self) -> None:
         """Join until joined (a store that is away at start is trouble like any), then beat."""
@@ -34,6 +43,14 @@ class Membership:
             self.join()
         else:
             self.fleet.beat(self.runner_id)
+
+    def again(self) -> None:
+        """A beat between legs, so a runner at work is seen live by a short bound and only one
+        stuck in a call (or dead) has its share taken; nothing for a runner not joined."""
+        now = time.monotonic()
+        if self.runner_id is not None and now - self._beaten >= AGAIN_S:
+            self.fleet.beat(self.runner_id)
+            self._beaten = now
 
     def leave(self) -> None:
         """Said once on the way out; a store that is away then leaves the runner to be shown

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from uuid import UUID
 
+from runledger.application.services.running.division import Share, everything
 from runledger.application.settings import Settings
 from runledger.projections.queries import Queries
 
 
 class RunRotation:
     """The runs a tick looks at: those the last tick did not reach, then the next page of running
-    runs, wrapping round, so that runs that wait never starve the runs behind them."""
+    runs, wrapping round, so that runs that wait never starve the runs behind them. With other
+    runners live, the page is this runner's share of a page as many times larger (division.py)."""
 
-    def __init__(self, *, queries: Queries, settings: Settings) -> None:
+    def __init__(
+        self, *, queries: Queries, settings: Settings, share: Callable[[], Share] = everything
+    ) -> None:
         self.queries = queries
         self.settings = settings
+        self.share = share
         self._after: UUID | None = None
         self._first: list[UUID] = []
 
@@ -23,7 +29,9 @@ class RunRotation:
         """This tick's runs; the ones it leaves go first in the next tick."""
         batch = self.settings.advance_run_batch
         first = self._first[:batch]
-        page = [r for r in self._next_batch(batch - len(first)) if r not in first]
+        share = self.share()
+        page = share.of(self._next_batch((batch - len(first)) * share.parts))
+        page = [r for r in page if r not in first]
         random.shuffle(page)  # several runners start at different runs
         self._first = []
         return first + page

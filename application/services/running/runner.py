@@ -45,6 +45,10 @@ class Runner:
         wake: Wake | None = None,
         observe: Observer | None = None,
     ) -> None:
+        self.troubles = StoreTrouble(settings=runs.settings)
+        self.membership = Membership(
+            fleet=fleet, worker=worker, loaded=loaded, troubles=self.troubles
+        )
         self.legs = Legs(
             runs=runs,
             starts=starts,
@@ -53,15 +57,12 @@ class Runner:
             settings=settings,
             wake=wake,
             observe=observe,
+            beat=self.membership.again,
         )
         self.reconciler = reconciler
         self.worker = worker
         self.settings = settings
         self.wake = wake
-        self.troubles = StoreTrouble(settings=runs.settings)
-        self.membership = Membership(
-            fleet=fleet, worker=worker, loaded=loaded, troubles=self.troubles
-        )
         self._reconciled = False
         self.beat_at: datetime | None = None
         """When this runner last beat, as its process saw it (its metrics port says so)."""
@@ -107,6 +108,7 @@ class Runner:
         is set, resting ``interval_s`` between ticks unless a leg was cut short by its bound;
         leave however the loop ends. Answers the ticks."""
         self._reconciled = False
+        self.membership.every_s = interval_s
         ticks = 0
         try:
             while not stop.is_set():

@@ -15,7 +15,7 @@ from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.running.advancing import AdvanceReport
 from runledger.application.services.running.starts import StartReport, Starts
 from runledger.application.services.runs import Runs
-from runledger.application.services.sweep.pacing import Swept, Wake, sweep_leg
+from runledger.application.services.sweep.pacing import Halt, Swept, Wake, sweep_leg
 from runledger.application.services.sweep.verdicts import Summary
 from runledger.application.settings import Settings
 
@@ -46,6 +46,7 @@ class Legs:
         settings: Settings,
         wake: Wake | None,
         observe: Observer | None,
+        beat: Callable[[], None] = lambda: None,
     ) -> None:
         self.runs = runs
         self.starts = starts
@@ -54,6 +55,8 @@ class Legs:
         self.settings = settings
         self.wake = wake
         self.observe = observe
+        self.beat = beat
+        """Said before the cleanup leg and each of its passes (membership.py, division.py)."""
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         started = time.perf_counter()
@@ -71,8 +74,15 @@ class Legs:
         after this leg begins wakes the runner's rest; one that ended before is this leg's."""
         if self.wake is not None:
             self.wake.mark()
+        self.beat()
+        share = self.cleanup.share()  # the runners' division, read once for the leg's passes
+
+        def one_pass(halt: Halt) -> tuple[dict[UUID, Summary], bool]:
+            self.beat()
+            return self.cleanup.sweep_more(self.worker, halt, share)
+
         return sweep_leg(
-            lambda halt: self.cleanup.sweep_more(self.worker, halt),
+            one_pass,
             stop,
             self.settings.cleanup_budget_s,
         )
