@@ -24,7 +24,6 @@ from runledger.application.services.once import Once
 from runledger.application.services.reconcile import Reconciler
 from runledger.application.services.running.dispatch import Dispatcher
 from runledger.application.services.running.division import Division, Share
-from runledger.application.services.running.rotation import RunRotation
 from runledger.application.services.running.starts import Starts
 from runledger.application.services.runs import Runs
 from runledger.application.services.serving import ServedElsewhere, served_by
@@ -162,9 +161,14 @@ def _wired(w: _Opened) -> Runledger:
         clock=w.clock,
         serving=serving,
     )
-    runs = _runs(w, ledger=ledger, core_lease=core_lease, dry_runner=dry_runner, serving=serving)
-    # Runs builds its rotation; the division is this store's, so it is wired here.
-    runs.leg.rotation = RunRotation(queries=w.queries, settings=w.settings, share=division.share)
+    runs = _runs(
+        w,
+        ledger=ledger,
+        core_lease=core_lease,
+        dry_runner=dry_runner,
+        serving=serving,
+        share=division.share,
+    )
     definition_rows = DefinitionRows(w.backend, fresh=w.fresh)
     definitions = Definitions(
         app=w.app, streams=w.streams, rows=definition_rows, dry_runner=dry_runner, clock=w.clock
@@ -262,7 +266,13 @@ def _cleanup(
 
 
 def _runs(
-    w: _Opened, *, ledger: Ledger, core_lease: CoreLease, dry_runner: DryRunner, serving: Serving
+    w: _Opened,
+    *,
+    ledger: Ledger,
+    core_lease: CoreLease,
+    dry_runner: DryRunner,
+    serving: Serving,
+    share: Callable[[], Share],
 ) -> Runs:
     return Runs(
         app=w.app,
@@ -284,6 +294,7 @@ def _runs(
         settings=w.settings,
         clock=w.clock,
         serving=serving,
+        share=share,
     )
 
 

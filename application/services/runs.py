@@ -17,6 +17,7 @@ from runledger.application.services.ledger import Ledger
 from runledger.application.services.phases import RunPhases
 from runledger.application.services.running.advancing import AdvanceLeg, AdvanceReport
 from runledger.application.services.running.dispatch import Dispatcher
+from runledger.application.services.running.division import Share, everything
 from runledger.application.services.running.rotation import RunRotation
 from runledger.application.services.serving import ServedElsewhere, served_nowhere
 from runledger.application.services.spec_input import parse_spec
@@ -49,6 +50,7 @@ class Runs:
         settings: Settings,
         clock: Callable[[], datetime],
         serving: Callable[[], ServedElsewhere] = served_nowhere,
+        share: Callable[[], Share] = everything,
     ) -> None:
         self.app = app
         self.streams = streams
@@ -65,7 +67,7 @@ class Runs:
         self.leg = AdvanceLeg(
             app=app,
             phases=self.phases,
-            rotation=RunRotation(queries=queries, settings=settings),
+            rotation=RunRotation(queries=queries, settings=settings, share=share),
             ledger=ledger,
             dispatcher=dispatcher,
             settings=settings,
