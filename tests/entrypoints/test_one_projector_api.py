@@ -5,9 +5,6 @@ Retry-After), not a stale answer and not a 500. /readyz reads through the same h
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
-
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
@@ -15,41 +12,12 @@ from fastapi.testclient import TestClient
 from runledger.application.asgi import create_app
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
-from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
-from runledger.domain.resource import Resource
 from runledger.projections.role import ROLE_LOCK
+from tests.application.test_one_projector import counted
+from tests.support.recorded import AT, entry
 
 pytestmark = pytest.mark.postgres
-AT = datetime(2026, 12, 3, tzinfo=UTC)
-
-
-def creature(ref: str) -> Resource:
-    return Resource(
-        run_id=uuid.uuid4(),
-        step="spawn",
-        kind="creature",
-        ref=ref,
-        module="game",
-        action=None,
-        idempotency_key=ref,
-        payload=None,
-        member_key=None,
-        until=None,
-        at=AT,
-    )
-
-
-def counted(rl: Runledger) -> list[int]:
-    calls: list[int] = []
-    catch_up = rl.projector.catch_up
-
-    def count(*args: object, **kwargs: object) -> int:
-        calls.append(1)
-        return catch_up(*args, **kwargs)
-
-    rl.projector.catch_up = count  # type: ignore[method-assign]
-    return calls
 
 
 def test_a_request_whose_projector_froze_mid_page_is_a_503(pg_url: str, pg_admin: str) -> None:
@@ -59,7 +27,7 @@ def test_a_request_whose_projector_froze_mid_page_is_a_503(pg_url: str, pg_admin
         # A projector frozen inside a page: it holds the role and the tracking rows' locks.
         frozen.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [ROLE_LOCK, schema])
         frozen.execute(f'SELECT name FROM "{schema}".rl_tracking FOR UPDATE')
-        rl.app.save(creature("c1"))
+        rl.app.save(entry("c1"))
         client = TestClient(create_app(rl), raise_server_exceptions=False)
         answer = client.get("/admin/events/runs", headers={"Authorization": "Bearer rl_no"})
         frozen.rollback()
@@ -73,7 +41,7 @@ def test_readiness_in_a_process_that_is_not_the_projector_applies_nothing(pg_url
     with bootstrap(settings, Registry()) as first, bootstrap(settings, Registry()) as second:
         first.queries.candidate_runs(AT, 3, 10)  # the first read: it takes the role
         applied = counted(second)
-        second.app.save(creature("c1"))
+        second.app.save(entry("c1"))
         answer = TestClient(create_app(second)).get("/readyz")
         assert answer.status_code == 200, answer.text
         assert answer.json() == {"ready": True}
