@@ -36,6 +36,7 @@ from tests.support.world import World
 # ~1.8e9 s in --durations. Left alone, it keeps real time (nothing else reads it).
 freezegun.configure(extend_ignore_list=["_pytest.timing"])
 
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tier first (tests that start processes or take seconds), each file's order
     kept: with ``--maxschedchunk=1`` a worker takes one test at a time, so the longest start
