@@ -30,6 +30,7 @@ from tests.support.playing import (
     Clock,
     runledgers,
 )
+from tests.support.proxy import Proxy
 from tests.support.world import World
 
 # pytest times tests by _pytest.timing's own perf_counter: a frozen one made every test take
@@ -74,6 +75,18 @@ def pg_url(pg_admin: str) -> Iterator[str]:
     url = new_pg_url(pg_admin)
     init_store(Settings(database_url=url))
     yield url
+    drop_pg_url(pg_admin, url)
+
+
+@pytest.fixture
+def proxied(pg_admin: str) -> Iterator[tuple[str, Proxy]]:
+    """An initialised PostgreSQL store reached through a TCP proxy the test owns (cut it, or
+    black-hole it): the store's URL through the proxy, and the proxy."""
+    url = new_pg_url(pg_admin)
+    init_store(Settings(database_url=url))
+    proxy = Proxy(("127.0.0.1", 5432))
+    yield url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{proxy.port}/"), proxy
+    proxy.close()
     drop_pg_url(pg_admin, url)
 
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,12 +15,11 @@ from uuid import UUID
 
 import pytest
 
-import runledger
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
-from tests.application.test_one_projector import PROJECTOR, counted, holders
+from tests.application.test_one_projector import counted, holders, projecting
 from tests.support.playing import makes, phase, spec
 from tests.support.world import World
 
@@ -34,16 +30,8 @@ WAIT_S = 1.0
 @pytest.fixture
 def frozen(pg_url: str, tmp_path: Path) -> Iterator[int]:
     """A child process that took the projector's role, then was frozen: its pid."""
-    script = tmp_path / "projector.py"
-    script.write_text(textwrap.dedent(PROJECTOR))
-    here = str(Path(runledger.__file__).resolve().parents[1])  # this tree's runledger
-    env = {**os.environ, "PYTHONPATH": here}
-    child = subprocess.Popen(
-        [sys.executable, str(script), pg_url], stdout=subprocess.PIPE, text=True, env=env
-    )
+    child = projecting(pg_url, tmp_path)
     try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "projecting"
         os.kill(child.pid, signal.SIGSTOP)
         yield child.pid
     finally:

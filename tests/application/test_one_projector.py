@@ -155,19 +155,25 @@ time.sleep(600)
 """
 
 
-def test_when_the_projectors_process_is_killed_another_takes_over_and_the_views_catch_up(
-    boot: Boot, pg_url: str, pg_admin: str, tmp_path: Path
-) -> None:
+def projecting(pg_url: str, tmp_path: Path) -> subprocess.Popen[str]:
+    """A process of this tree's runledger that has taken the store's projector role."""
     script = tmp_path / "projector.py"
     script.write_text(textwrap.dedent(PROJECTOR))
     here = str(Path(runledger.__file__).resolve().parents[1])  # this tree's runledger
     env = {**os.environ, "PYTHONPATH": here}
-    projector = subprocess.Popen(
+    child = subprocess.Popen(
         [sys.executable, str(script), pg_url], stdout=subprocess.PIPE, text=True, env=env
     )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "projecting"
+    return child
+
+
+def test_when_the_projectors_process_is_killed_another_takes_over_and_the_views_catch_up(
+    boot: Boot, pg_url: str, pg_admin: str, tmp_path: Path
+) -> None:
+    projector = projecting(pg_url, tmp_path)
     try:
-        assert projector.stdout is not None
-        assert projector.stdout.readline().strip() == "projecting"
         [theirs] = holders(pg_admin, pg_url)
         reader = boot()
         applied = counted(reader)

@@ -9,27 +9,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from runledger.application.bootstrap import bootstrap, init_store
+from runledger.application.bootstrap import bootstrap
 from runledger.application.settings import Settings
-from tests.conftest import drop_pg_url, new_pg_url
 from tests.support.proxy import Proxy
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
-
-
-@pytest.fixture
-def proxied(pg_admin: str) -> Iterator[tuple[str, Proxy]]:
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))
-    proxy = Proxy(("127.0.0.1", 5432))
-    yield url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{proxy.port}/"), proxy
-    proxy.close()
-    drop_pg_url(pg_admin, url)
 
 
 def wait_for(done: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

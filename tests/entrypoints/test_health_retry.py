@@ -4,7 +4,6 @@ Retry-After, the same number (application/errors.py RETRY_AFTER_S), with a token
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from runledger.application.bootstrap import bootstrap, init_store
 from runledger.application.errors import RETRY_AFTER_S
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
-from tests.conftest import drop_pg_url, new_pg_url
 from tests.support.api_support import Api, serving
 from tests.support.proxy import Proxy
 
@@ -30,16 +28,6 @@ def not_ready(api: Api, who: str | None) -> dict[str, object]:
 def ready(api: Api) -> None:
     answer = api.get("/readyz", None)
     assert answer.status_code == 200 and "Retry-After" not in answer.headers, answer.headers
-
-
-@pytest.fixture
-def proxied(pg_admin: str) -> Iterator[tuple[str, Proxy]]:
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))
-    proxy = Proxy(("127.0.0.1", 5432))
-    yield url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{proxy.port}/"), proxy
-    proxy.close()
-    drop_pg_url(pg_admin, url)
 
 
 @pytest.mark.postgres
