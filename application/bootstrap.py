@@ -3,10 +3,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from runledger.application.brake import Brake
-from runledger.application.modules.loader import Loader, ModuleEvents
+from runledger.application.loading import load_modules
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.application.services.bulk import Bulk
@@ -296,23 +295,3 @@ def _runs(
         serving=serving,
         share=share,
     )
-
-
-def load_modules(rl: Runledger) -> None:
-    settings = rl.settings
-
-    def events(module: str) -> ModuleEvents:
-        return ModuleEvents(module, rl.reconciler.reconcile_module, rl.reconciler.expire)
-
-    loader = Loader(
-        rl.registry,
-        events,
-        settings.module_settings,
-        register_budget_s=settings.module_load_budget_s,
-        environ=settings.module_environ,
-    )
-    statuses = loader.load_builtins(settings.builtin_names())
-    if settings.modules_dir:
-        statuses += loader.load([Path(settings.modules_dir)])
-    rl.modules = statuses
-    rl.loader = loader
