@@ -104,12 +104,15 @@ class Backend(ABC):
         """The version of an aggregate's last stored event, read without the event."""
 
     @abstractmethod
+    def absent(self, names: Sequence[str]) -> set[str]:
+        """Which of these tables and indexes (named unqualified, in runledger's schema) the
+        store does not hold."""
+
     def missing_tables(self) -> list[str]:
         """The runledger tables this store does not have yet."""
-
-    @abstractmethod
-    def index_names(self) -> set[str]:
-        """The names of the indexes this store holds, in runledger's schema."""
+        wanted = [self.events_table, *TABLES]
+        gone = self.absent(wanted)
+        return [t for t in wanted if t in gone]
 
     def blames_event(self, error: BaseException) -> bool:
         """Whether applying an event raised this, rather than the store being in trouble."""

@@ -205,7 +205,6 @@ _INDEX_NAME = re.compile(r"CREATE INDEX IF NOT EXISTS (\w+) ON")
 
 def missing_indexes(backend: Backend) -> list[str]:
     """The indexes this runledger creates that the store lacks (an earlier one made it)."""
-    present = backend.index_names()
     wanted = [
         match.group(1)
         for statements in TABLE_DDL.values()
@@ -214,7 +213,8 @@ def missing_indexes(backend: Backend) -> list[str]:
     ]
     from runledger.projections.views import counts  # it builds on this module
 
-    return [f"index {name}" for name in wanted if name not in present] + counts.missing(backend)
+    gone = backend.absent(wanted)
+    return [f"index {name}" for name in wanted if name in gone] + counts.missing(backend)
 
 
 def drop_retired_indexes(backend: Backend, cursor: Cursor) -> None:

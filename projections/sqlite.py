@@ -9,7 +9,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteDatastore
 
-from runledger.projections.backend import TABLES, Backend, Cursor, Note, chunks, driver_error
+from runledger.projections.backend import Backend, Cursor, Note, chunks, driver_error
 
 SQLITE_READONLY = 8
 
@@ -147,16 +147,10 @@ class SQLiteBackend(Backend):
             row = cursor.fetchone()
         return None if row is None or row["v"] is None else int(row["v"])
 
-    def missing_tables(self) -> list[str]:
+    def absent(self, names: Sequence[str]) -> set[str]:
         with self.transaction(commit=False) as cursor:
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            present = {row["name"] for row in cursor.fetchall()}
-        return [t for t in (self.events_table, *TABLES) if t not in present]
-
-    def index_names(self) -> set[str]:
-        with self.transaction(commit=False) as cursor:
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
-            return {row["name"] for row in cursor.fetchall()}
+            cursor.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")
+            return set(names) - {row["name"] for row in cursor.fetchall()}
 
 
 def _dashed(hex_id: str) -> str:

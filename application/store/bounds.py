@@ -134,7 +134,10 @@ def bind(datastore: PostgresDatastore, config: StoreConfig) -> Outage:
         get_password_func=library.get_password_func,
         connection_class=BoundedConnection,
         kwargs={**given, **libpq_params(config)},
-        min_size=library.min_size,
+        # One connection opened at start, more as threads ask for them (up to the library's
+        # size and overflow): a command or a test that used one had opened five, each costing
+        # the server ~12 ms of CPU to start and fill its catalog cache.
+        min_size=1,
         max_size=library.max_size,
         open=False,
         configure=configure,

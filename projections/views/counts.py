@@ -120,8 +120,9 @@ def drop(backend: Backend, cursor: Cursor) -> None:
 def missing(backend: Backend) -> list[str]:
     """What of the counts an older store lacks, as ``missing_indexes`` names things."""
     engine = _engine(backend)
-    present = backend.index_names()
-    wanted = [f"index {n}" for n in (f"{TALLY}_open", f"{COUNTS}_key") if n not in present]
+    names = [f"{TALLY}_open", f"{COUNTS}_key"]
+    gone = backend.absent(names)
+    wanted = [f"index {n}" for n in names if n in gone]
     with backend.transaction(commit=False) as cursor:
         found = engine.trigger_names(backend, cursor)
     return wanted + [f"trigger {n}" for n in engine.NAMES if n not in found]

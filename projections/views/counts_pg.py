@@ -39,9 +39,9 @@ def analysed(b: Backend) -> list[str]:
 
 def trigger_names(b: Backend, cursor: Cursor) -> set[str]:
     cursor.execute(
-        """SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-        JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = %s""",
-        [b.qualify("x").split(".")[0].strip('"')],
+        "SELECT tgname FROM pg_trigger WHERE tgrelid IN (SELECT to_regclass(format("
+        "'%%I.%%I', %s::text, t))::oid FROM unnest(%s::text[]) AS t)",
+        [b.qualify("x").split(".")[0].strip('"'), list(TABLES.values())],
     )
     return {row["tgname"] for row in cursor.fetchall()}
 
