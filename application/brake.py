@@ -11,9 +11,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Annotated
 
-from fastapi import Depends, Request
 from prometheus_client import Counter
 
 WINDOW_S = 60.0
@@ -71,12 +69,3 @@ class Brake:
             del self._failures[address]
         while len(self._failures) > MAX_ADDRESSES:
             del self._failures[next(iter(self._failures))]
-
-
-def _brake(request: Request) -> Brake:
-    brake: Brake = request.app.state.rl.brake
-    return brake
-
-
-BrakeDep = Annotated[Brake, Depends(_brake)]
-"""The process's brake, for either HTTP front end."""

@@ -12,6 +12,7 @@ from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 
+from runledger.application.brake import Brake
 from runledger.application.reading.answers import Answers
 from runledger.application.reading.fleet import FleetAnswers
 from runledger.application.runledger import Runledger
@@ -67,3 +68,5 @@ TokensDep = Annotated[Tokens, Depends(_of(lambda rl: rl.tokens))]
 WebhooksDep = Annotated[Webhooks, Depends(_of(lambda rl: rl.webhooks))]
 OnceDep = Annotated[Once, Depends(_of(lambda rl: rl.once))]
 ProjectorDep = Annotated[ReadModel, Depends(_of(lambda rl: rl.projector))]
+BrakeDep = Annotated[Brake, Depends(_of(lambda rl: rl.brake))]
+"""The process's brake on wrong tokens and passwords."""

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import freezegun
@@ -19,6 +21,7 @@ from scripts.pg import PG_ADMIN as PG_ADMIN
 from scripts.pg import drop_pg_url as drop_pg_url
 from scripts.pg import new_pg_url as new_pg_url
 from tests.support.forked_cli import ForkedCli
+from tests.support.pg_stores import PgStores, ended
 from tests.support.playing import (
     BUILD,
     GAME,
@@ -69,25 +72,40 @@ def pg_admin() -> str:
     return PG_ADMIN
 
 
-@pytest.fixture
-def pg_url(pg_admin: str) -> Iterator[str]:
-    """An initialised, empty PostgreSQL store in a private schema."""
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))
+@pytest.fixture(scope="session")
+def pg_stores(pg_admin: str) -> Iterator[PgStores]:
+    stores = PgStores(pg_admin)
+    yield stores
+    stores.close()
+
+
+@contextmanager
+def a_pg_store(request: pytest.FixtureRequest) -> Iterator[str]:
+    """An initialised, empty PostgreSQL store in a private schema, emptied for another test
+    afterwards when nothing of this one can still reach it (tests/support/pg_stores.py)."""
+    stores: PgStores = request.getfixturevalue("pg_stores")
+    before = set(threading.enumerate())
+    url = stores.take()
     yield url
-    drop_pg_url(pg_admin, url)
+    spawns = request.node.get_closest_marker("slow") is not None
+    stores.give_back(url, reusable=not spawns and ended(before))
 
 
 @pytest.fixture
-def proxied(pg_admin: str) -> Iterator[tuple[str, Proxy]]:
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """An initialised, empty PostgreSQL store in a private schema."""
+    with a_pg_store(request) as url:
+        yield url
+
+
+@pytest.fixture
+def proxied(request: pytest.FixtureRequest) -> Iterator[tuple[str, Proxy]]:
     """An initialised PostgreSQL store reached through a TCP proxy the test owns (cut it, or
     black-hole it): the store's URL through the proxy, and the proxy."""
-    url = new_pg_url(pg_admin)
-    init_store(Settings(database_url=url))
-    proxy = Proxy(("127.0.0.1", 5432))
-    yield url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{proxy.port}/"), proxy
-    proxy.close()
-    drop_pg_url(pg_admin, url)
+    with a_pg_store(request) as url:
+        proxy = Proxy(("127.0.0.1", 5432))
+        yield url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{proxy.port}/"), proxy
+        proxy.close()
 
 
 @pytest.fixture
@@ -106,11 +124,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         init_store(Settings(database_url=url))
         yield url
         return
-    admin = request.getfixturevalue("pg_admin")
-    url = new_pg_url(admin)
-    init_store(Settings(database_url=url))
-    yield url
-    drop_pg_url(admin, url)
+    with a_pg_store(request) as url:
+        yield url
 
 
 @pytest.fixture

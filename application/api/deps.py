@@ -9,8 +9,8 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from runledger.application.brake import Brake, BrakeDep
-from runledger.application.deps import TokensDep
+from runledger.application.brake import Brake
+from runledger.application.deps import BrakeDep, TokensDep
 from runledger.application.forwarded import ClientAddress
 from runledger.application.services.tokens import Actor
 from runledger.domain.token import Role, a_role, may

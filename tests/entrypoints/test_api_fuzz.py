@@ -46,7 +46,7 @@ CHECKS = [
     positive_data_acceptance,
 ]
 BOUNDS = settings(
-    max_examples=5,
+    max_examples=3,
     deadline=None,
     derandomize=True,
     database=None,

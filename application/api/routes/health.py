@@ -12,8 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
 from runledger.application.api.deps import Credentials, checked
-from runledger.application.brake import BrakeDep
-from runledger.application.deps import ProjectorDep, SettingsDep
+from runledger.application.deps import BrakeDep, ProjectorDep, SettingsDep
 from runledger.application.errors import RETRY_AFTER_S, STORE_ERRORS, RunledgerError
 from runledger.application.forwarded import ClientAddress
 from runledger.application.reading.schemas import fleet

@@ -7,8 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from runledger.application.brake import BrakeDep
-from runledger.application.deps import TokensDep
+from runledger.application.deps import BrakeDep, TokensDep
 from runledger.application.forwarded import ClientAddress
 from runledger.application.web.render import page
 from runledger.application.web.session import SessionsDep, check_form_token, sign_in, sign_out
