@@ -10,6 +10,7 @@ from runledger.application.api.app import routes
 from runledger.application.api.metrics import StoreCollector
 from runledger.application.api.request_log import RequestLog
 from runledger.application.fleet_metrics import FleetCollector, ModulesCollector
+from runledger.application.moment import OneMoment
 from runledger.application.runledger import Runledger
 from runledger.application.web import console
 
@@ -25,6 +26,7 @@ def create_app(rl: Runledger) -> FastAPI:
     app.state.metrics = registry
     console.install(app, rl)
 
+    app.add_middleware(OneMoment)
     app.add_middleware(
         RequestLog, requests=rl.telemetry.requests, durations=rl.telemetry.request_seconds
     )

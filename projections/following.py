@@ -75,8 +75,11 @@ class Following:
         self._saying = threading.Lock()
 
     def fresh(self) -> int:
+        # ``held``, not ``take``: a process that is not the projector asked the server for the
+        # role at every read; its projecting thread asks every RETRY_S, and a read that has to
+        # wait asks at once (``_wait``).
         self._start()
-        if self.role.take():
+        if self.role.held:
             return self.catch_up()
         head, reached = self._level()
         return reached if reached >= head else self._wait(head)
@@ -90,7 +93,7 @@ class Following:
         # Counted in steps slept rather than by the clock: a test's frozen clock holds
         # time.monotonic still, while time.sleep always sleeps in real time.
         bound = min(self.wait_s, GRACE_S) if self.still else self.wait_s
-        waited, step, tried, asked = 0.0, STEP_S, 0.0, -ASK_AGAIN_S
+        waited, step, tried, asked = 0.0, STEP_S, -RETRY_S, -ASK_AGAIN_S
         while True:
             reached = self.projector.reached()
             if reached >= target:

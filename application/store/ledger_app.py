@@ -31,6 +31,7 @@ from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.application.store.url import StoreConfig
 from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
+from runledger.projections.fresh_reads import written
 from runledger.projections.postgres import PostgresBackend
 from runledger.projections.role import wanted_channel
 from runledger.projections.schema import missing_columns, missing_indexes
@@ -95,8 +96,12 @@ class LedgerApp(Application[UUID]):
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         """The library's save, less its per-object runtime Protocol checks (store/saving.py),
-        carrying the calling request's key record when it rides (store/riding.py)."""
-        return riding.with_rider(lambda found: saving.save(self, found, kwargs), objs)
+        carrying the calling request's key record when it rides (store/riding.py). The request's
+        next read catches up again, to see it (projections/fresh_reads.py)."""
+        try:
+            return riding.with_rider(lambda found: saving.save(self, found, kwargs), objs)
+        finally:
+            written()
 
     def construct_transcoder(self) -> Transcoder:
         transcoder = FastJSONTranscoder()

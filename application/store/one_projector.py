@@ -8,12 +8,14 @@ from collections.abc import Callable
 from runledger.application.errors import StoreUnavailable
 from runledger.application.store.ledger_app import LedgerApp, own_connection
 from runledger.projections.following import Following
+from runledger.projections.fresh_reads import shared
 from runledger.projections.projector import Projector
 from runledger.projections.role import Role
 
 
 def read_hook(app: LedgerApp, projector: Projector, wait_s: float) -> Callable[[], int]:
-    """``fresh`` for every read: caught up to the store's head as the read began."""
+    """``fresh`` for every read: caught up to the store's head as the read began. Reads at
+    once share a catch-up begun after they all arrived (``shared``)."""
 
     # Looked up at each call, so that whatever wraps the projector's catch_up later (a
     # benchmark's meter, a test's injected fault) wraps these catch-ups too.
@@ -22,13 +24,13 @@ def read_hook(app: LedgerApp, projector: Projector, wait_s: float) -> Callable[[
 
     config = app.config
     if config is None or config.engine != "postgres":
-        return catch_up
+        return shared(catch_up)
     role = Role(lambda: own_connection(config), config.schema or "public")
     following = Following(
         projector, role, catch_up, wait_s=wait_s, late=_late(wait_s), wanted=app.wanted
     )
     app.on_close.append(following.close)
-    return following.fresh
+    return shared(following.fresh)
 
 
 def _late(wait_s: float) -> Callable[[int, int], Exception]:
