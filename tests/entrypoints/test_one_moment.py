@@ -91,6 +91,6 @@ def test_reads_at_once_share_a_call_begun_after_they_all_arrived() -> None:
     calls = [n for kind, n in log if kind == "begin"]
     assert len(answers) == 8
     assert len(calls) < 8, log  # shared: eight reads did not make eight calls
-    for reader, answer in answers.items():
+    for i, answer in answers.items():
         # Never an answer from a call begun before the reader arrived.
-        assert log.index(("begin", answer)) > log.index(("arrive", reader)), log
+        assert log.index(("begin", answer)) > log.index(("arrive", i)), log
