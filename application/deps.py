@@ -6,7 +6,7 @@ the store refuses a stale save (a 409, api/errors.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, TypeVar
 
@@ -41,8 +41,11 @@ def _root(request: Request) -> Runledger:
 T = TypeVar("T")
 
 
-def _of(part: Callable[[Runledger], T]) -> Callable[[Request], T]:
-    def get(request: Request) -> T:
+def _of(part: Callable[[Runledger], T]) -> Callable[[Request], Awaitable[T]]:
+    # async: a part of the root is an attribute read, made on the event loop; a plain def
+    # would be sent to the thread pool and back, once per alias a route names (measured in
+    # scripts/MEASUREMENTS.md, "Dependencies on the event loop").
+    async def get(request: Request) -> T:
         return part(_root(request))
 
     return get

@@ -56,7 +56,7 @@ def over_https(request: HTTPConnection, trusted: tuple[str, ...]) -> bool:
     return said == "https" and trusts(trusted, peer)
 
 
-def _address(request: Request, settings: SettingsDep) -> str:
+async def _address(request: Request, settings: SettingsDep) -> str:
     return client_address(request, settings.trusted_proxies)
 
 

@@ -18,9 +18,10 @@ class RunReads(FreshReads):
     def runs(self, run_ids: list[UUID], now: datetime, max_attempts: int) -> list[RunRow]:
         if not run_ids:
             return []
+        ids = [str(r) for r in run_ids]
         rows = self._rows(
-            runs_statement(self.backend.markers(len(run_ids))),
-            [max_attempts, now.timestamp(), *[str(r) for r in run_ids]],
+            runs_statement(self.backend.markers(len(ids))),
+            [max_attempts, now.timestamp(), *ids, *ids],
         )
         return [RunRow.of(row) for row in rows]
 

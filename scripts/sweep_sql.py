@@ -212,7 +212,7 @@ class PlainSweep:
             row["run_id"]: row
             for row in self.sql.read(
                 runs_statement(self.sql.marks(len(candidates))),
-                [self.max_attempts, stamp, *candidates],
+                [self.max_attempts, stamp, *candidates, *candidates],
             )
         }
         work = self._pages([runs[r] for r in candidates if r in runs], now)

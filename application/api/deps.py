@@ -56,7 +56,7 @@ more to a token (/readyz)."""
 
 
 def role(needed: Role) -> object:
-    def check(request: Request, actor: Holder) -> Actor:
+    async def check(request: Request, actor: Holder) -> Actor:
         if actor is None:
             raise HTTPException(
                 status_code=401,

@@ -139,7 +139,7 @@ def _ended(session: Session | None, hours: float, now: datetime) -> str:
     return ""
 
 
-def _sessions(request: Request) -> Sessions:
+async def _sessions(request: Request) -> Sessions:
     sessions: Sessions = request.app.state.rl.sessions
     return sessions
 

@@ -191,7 +191,7 @@ class Doing:
         return Before.read(self.answers, self.ledger, self.holds, run_id)
 
 
-def _doing(
+async def _doing(
     answers: AnswersDep, runs: RunsDep, ledger: LedgerDep, cleanup: CleanupDep, holds: HoldsDep
 ) -> Doing:
     return Doing(answers=answers, runs=runs, ledger=ledger, cleanup=cleanup, holds=holds)

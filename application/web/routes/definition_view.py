@@ -184,7 +184,9 @@ class Catalogue:
     now: datetime
 
 
-def _catalogue(definitions: DefinitionsDep, occurrences: OccurrencesDep, now: Now) -> Catalogue:
+async def _catalogue(
+    definitions: DefinitionsDep, occurrences: OccurrencesDep, now: Now
+) -> Catalogue:
     return Catalogue(definitions=definitions, occurrences=occurrences, now=now)
 
 
