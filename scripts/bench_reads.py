@@ -299,6 +299,14 @@ def measure(url: str, clients: int, seconds: int) -> None:
             )
         s50, s99 = in_process(lambda: rl.pages.run_counts_scanned(now, attempts), seconds / 2)
         print(f"{'(the scan /metrics was)':22} {'':10} {'':8} {'':8}   {s50:11.2f} {s99:8.2f}")
+        # A scraper asks one scrape at a time: its wait is this, not 20 scrapes at once.
+        with httpx.Client(base_url=base, timeout=30) as scraper:
+            m50, m99 = first_bytes(scraper, "/metrics", 50)
+        o50, o99 = in_process(lambda: list(collector.collect()), seconds / 2)
+        print(
+            f"{'/metrics, one scrape':22} {'1st byte':>10} {m50:8.2f} {m99:8.2f}   "
+            f"{o50:11.2f} {o99:8.2f}   {m99 / o99:6.2f}"
+        )
         with closing(signed_in(base, token)) as console:
             c50, c99 = first_bytes(console, f"/runs/{big}", 50)
         b50, b99 = in_process(lambda: rl.answers.run_detail(big), seconds / 2)

@@ -142,15 +142,22 @@ def test_a_resting_runner_whose_store_is_gone_says_so_once_a_tick_not_once_a_loo
         with contextlib.suppress(ConnectionPoolClosedError):  # leaving, at the end, fails too
             runner.run(0.5, stop)
 
+    def said() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "runledger.runner"]
+
     with caplog.at_level(logging.WARNING, logger="runledger.runner"):
         thread = threading.Thread(target=run)
         thread.start()
         try:
             time.sleep(0.2)
             rl.app.close()  # the pool is closed under the runner: every read now fails
-            time.sleep(1.2)  # two or three ticks, some hundred looks
+            # Its first tick since says so (however late a busy machine lets it come), then
+            # it rests: two or three ticks more, some hundred looks.
+            deadline = time.monotonic() + 20
+            while not said() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.2)
         finally:
             stop.set()
             thread.join(10)
-    said = [r for r in caplog.records if r.name == "runledger.runner"]
-    assert 1 <= len(said) <= 4, [r.getMessage() for r in said]
+    assert 1 <= len(said()) <= 4, [r.getMessage() for r in said()]
