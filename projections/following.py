@@ -20,6 +20,7 @@ the waiter's catch-up then waits on them until the store's statement timeout
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -71,18 +72,27 @@ class Following:
         self.still = False
         """Whether the last wait that passed its bound found the projector not moving, and no
         wait since has seen the views move: the warning is said once, not once per read."""
+        self._role_asked = -math.inf
         self._starting = threading.Lock()
         self._saying = threading.Lock()
 
     def fresh(self) -> int:
-        # ``held``, not ``take``: a process that is not the projector asked the server for the
-        # role at every read; its projecting thread asks every RETRY_S, and a read that has to
-        # wait asks at once (``_wait``).
         self._start()
-        if self.role.held:
+        if self.role.held or self._try_role():
             return self.catch_up()
         head, reached = self._level()
         return reached if reached >= head else self._wait(head)
+
+    def _try_role(self) -> bool:
+        """The role, asked for at most once a RETRY_S by reads: a process that is not the
+        projector asked the server at every read. Its first read asks (a process alone
+        projects from its first read on); its projecting thread asks every RETRY_S, and a read
+        that has to wait asks at once (``_wait``)."""
+        now = time.monotonic()
+        if now - self._role_asked < RETRY_S:
+            return False
+        self._role_asked = now
+        return self.role.take()
 
     def close(self) -> None:
         if self.projecting is not None:
