@@ -2,11 +2,11 @@
 emptied rather than made anew.
 
 Making a store (CREATE SCHEMA, `init`'s hundred statements) and dropping it cost the server
-~90 ms of CPU, and some 860 tests of the suite each made one; emptying one costs ~1 ms and
-checking that its shape is still `init`'s ~10 ms. A store is handed out again only when nothing
+~90 ms of CPU, and some 860 tests of the suite each made one; checking that its shape is still
+`init`'s and emptying it cost ~2 ms. A store is handed out again only when nothing
 the test did can reach it: the test started no process (it is not in the slow tier), left no
 thread of its own running (a runledger not closed keeps its pool's), and the schema's tables,
-columns, triggers and functions are exactly those `init` made. Anything else is dropped, as
+columns, indexes, triggers and functions are exactly those `init` made. Anything else is dropped, as
 every store was before.
 """
 
