@@ -27,6 +27,7 @@ from runledger.application.builtin_modules.sandbox.world import SandboxWorld
 from runledger.application.modules.protocol import Registry
 from runledger.application.settings import Settings
 from tests.support.api_support import bearer
+from tests.support.forked_cli import ForkedCli
 
 RUNLEDGER = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
 SPAWN = "sandbox.spawn"
@@ -53,14 +54,9 @@ def environment(store_url: str, world: Path) -> dict[str, str]:
     }
 
 
-def token(env: dict[str, str], name: str, role: str) -> str:
-    done = subprocess.run(
-        [*RUNLEDGER, "token", "create", name, "--role", role, "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def token(cli: ForkedCli, env: dict[str, str], cwd: Path, name: str, role: str) -> str:
+    """A token made by `runledger token create` (a process forked from the module's CLI)."""
+    done = cli.run("token", "create", name, "--role", role, "--json", cwd=cwd, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     secret: str = json.loads(done.stdout)["secret"]
     return secret
@@ -100,7 +96,7 @@ def env(store_url: str, world: SandboxWorld) -> dict[str, str]:
 
 
 @pytest.fixture
-def served(env: dict[str, str], tmp_path: Path) -> Iterator[Served]:
+def served(env: dict[str, str], tmp_path: Path, cli_server: ForkedCli) -> Iterator[Served]:
     port = spare_port()
     log = tmp_path / "serve.log"
     command = [*RUNLEDGER, "serve", "--port", str(port), "--interval", "0.1", "--worker", "e2e"]
@@ -108,7 +104,8 @@ def served(env: dict[str, str], tmp_path: Path) -> Iterator[Served]:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
     try:
-        it = Served(process, client, log, token(env, "alice", "operator"))  # while serve starts
+        secret = token(cli_server, env, tmp_path, "alice", "operator")  # while serve starts
+        it = Served(process, client, log, secret)
         it.until("serve answered /healthz", lambda: _answers(client, "/healthz"))
         yield it
     finally:

@@ -39,10 +39,9 @@ Done = subprocess.CompletedProcess[str]
 
 
 @pytest.fixture
-def forked(tmp_path: Path) -> Iterator[ForkedCli]:
-    server = ForkedCli(tmp_path / "cli")
-    yield server
-    server.close()
+def forked(cli_server: ForkedCli) -> ForkedCli:
+    """The module's CLI (conftest.cli_server): its import paid once, not once a test."""
+    return cli_server
 
 
 @pytest.fixture

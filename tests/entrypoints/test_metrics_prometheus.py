@@ -34,6 +34,7 @@ from tests.entrypoints.test_api_serve import (
     token,
 )
 from tests.support.api_support import bearer
+from tests.support.forked_cli import ForkedCli
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 WAIT_S = 120.0
@@ -42,7 +43,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+def served(tmp_path: Path, cli_server: ForkedCli) -> Iterator[Served]:
     url = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
     init_store(Settings(database_url=url))
     world = SandboxWorld(tmp_path / "sandbox.sqlite3")
@@ -55,7 +56,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
     try:
-        it = Served(process, client, log, token(env, "alice", "operator"))
+        it = Served(process, client, log, token(cli_server, env, tmp_path, "alice", "operator"))
         it.until("serve answered /healthz", lambda: _answers(client, "/healthz"))
         yield it
     finally:
