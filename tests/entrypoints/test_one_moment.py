@@ -84,7 +84,9 @@ def test_reads_at_once_share_a_call_begun_after_they_all_arrived() -> None:
         time.sleep(0.01)
     for reader in readers[1:]:
         reader.start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10  # every reader arrives while the first call is under way
+    while sum(1 for kind, _ in log if kind == "arrive") < 8 and time.monotonic() < deadline:
+        time.sleep(0.01)
     first.set()
     for reader in readers:
         reader.join(10)
