@@ -133,8 +133,9 @@ class PostgresBackend(Backend):
         cursor.execute(f"DELETE FROM {scratch}")
 
     def absent(self, names: Sequence[str]) -> set[str]:
-        # By name, through the catalog's index, never a scan of pg_class: a catalog bloated by
-        # many schemas made and dropped (a test suite's, a CI machine's) took 10 ms a scan.
+        # By name, through the catalog's index, never a scan of pg_class, which a catalog
+        # bloated by many schemas made and dropped (a test suite's, a CI machine's) makes slow
+        # (scripts/MEASUREMENTS.md, "One connection at start, the catalog read by name").
         with self.transaction(commit=False) as cursor:
             cursor.execute(
                 "SELECT t FROM unnest(%s::text[]) AS t "

@@ -57,7 +57,7 @@ def runs_statement(markers: str) -> str:
 
     The ids name the entries too (``r.run_id IN``), so that they are found through the index by
     run: with the join's condition alone PostgreSQL hashed a scan of every entry of the store
-    (4.1 ms a page of 50 at 30,000 entries, 1.6 after; scripts/MEASUREMENTS.md)."""
+    (scripts/MEASUREMENTS.md, "Where a page's time went")."""
     return f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
         u.ended_at, {ORIGIN}, {BY_STATE},
         COUNT(r.entry_id) AS entries,

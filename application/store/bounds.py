@@ -136,7 +136,8 @@ def bind(datastore: PostgresDatastore, config: StoreConfig) -> Outage:
         kwargs={**given, **libpq_params(config)},
         # One connection opened at start, more as threads ask for them (up to the library's
         # size and overflow): a command or a test that used one had opened five, each costing
-        # the server ~12 ms of CPU to start and fill its catalog cache.
+        # the server CPU to start and fill its catalog cache (scripts/MEASUREMENTS.md, "One
+        # connection at start, the catalog read by name").
         min_size=1,
         max_size=library.max_size,
         open=False,
