@@ -178,6 +178,10 @@ class Backend(ABC):
     def markers(self, count: int) -> str:
         return ", ".join([self.placeholder()] * count)
 
+    def among(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A condition's right side that holds for any of ``values``, and its parameters."""
+        return f"IN ({self.markers(len(values))})", list(values)
+
 
 @cache
 def _render(statement: str, marker: str, qualified: tuple[str, ...], suffix: str) -> str:

@@ -71,6 +71,11 @@ class PostgresBackend(Backend):
     def placeholder(self) -> str:
         return "%s"
 
+    def among(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        # One array, so that the statement's text is the same for any number of values: the
+        # driver keeps its parsing and prepares it, where a marker each made a new text per count.
+        return "= ANY(%s)", [list(values)]
+
     def qualify(self, table: str) -> str:
         return f'"{self.schema}".{table}{self.suffix}'
 

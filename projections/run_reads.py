@@ -18,11 +18,8 @@ class RunReads(FreshReads):
     def runs(self, run_ids: list[UUID], now: datetime, max_attempts: int) -> list[RunRow]:
         if not run_ids:
             return []
-        ids = [str(r) for r in run_ids]
-        rows = self._rows(
-            runs_statement(self.backend.markers(len(ids))),
-            [max_attempts, now.timestamp(), *ids, *ids],
-        )
+        among, ids = self.backend.among([str(r) for r in run_ids])
+        rows = self._rows(runs_statement(among), [max_attempts, now.timestamp(), *ids, *ids])
         return [RunRow.of(row) for row in rows]
 
     def candidate_runs(self, now: datetime, max_attempts: int, limit: int) -> list[UUID]:

@@ -52,20 +52,21 @@ BY_STATE = ", ".join(
 )
 
 
-def runs_statement(markers: str) -> str:
-    """Runs by id with their entries counted; parameters: max attempts, now, then the ids twice.
+def runs_statement(among: str) -> str:
+    """Runs by id with their entries counted; parameters: max attempts, now, then the ids twice,
+    each as ``among`` takes them (``IN (%s, ...)`` or ``= ANY(%s)``).
 
-    The ids name the entries too (``r.run_id IN``), so that they are found through the index by
-    run: with the join's condition alone PostgreSQL hashed a scan of every entry of the store
-    (scripts/MEASUREMENTS.md, "Where a page's time went")."""
+    The ids name the entries too (``r.run_id`` among them), so that they are found through the
+    index by run: with the join's condition alone PostgreSQL hashed a scan of every entry of
+    the store (scripts/MEASUREMENTS.md, "Where a page's time went")."""
     return f"""SELECT u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
         u.ended_at, {ORIGIN}, {BY_STATE},
         COUNT(r.entry_id) AS entries,
         SUM(CASE WHEN {is_unresolved()} THEN 1 ELSE 0 END) AS unresolved,
         SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END) AS open
     FROM {{rl_runs}} u LEFT JOIN {{rl_resources}} r
-        ON r.run_id = u.run_id AND r.run_id IN ({markers})
-    WHERE u.run_id IN ({markers})
+        ON r.run_id = u.run_id AND r.run_id {among}
+    WHERE u.run_id {among}
     GROUP BY u.run_id, u.name, u.status, u.ended_by, u.end_reason, u.started_at,
         u.ended_at, {ORIGIN}
     ORDER BY u.started_at, u.run_id"""

@@ -186,14 +186,14 @@ def measure(rl: Runledger, url: str, token: str, run_id: UUID, seconds: int) -> 
         server.wait(timeout=30)
 
 
-def _wait_up(base: str) -> None:
-    """Poll /healthz until it answers 200; a refused connection means not up yet, and the last
+def _wait_up(base: str, path: str = "/healthz") -> None:
+    """Poll ``path`` until it answers 200; a refused connection means not up yet, and the last
     answer or error is what the failure reports."""
     deadline = time.monotonic() + 30
     last = "no answer"
     while time.monotonic() < deadline:
         try:
-            answer = httpx.get(f"{base}/healthz", timeout=1)
+            answer = httpx.get(f"{base}{path}", timeout=1)
         except httpx.HTTPError as error:
             last = f"{type(error).__name__}: {error}"
         else:

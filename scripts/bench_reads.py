@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -47,9 +44,10 @@ from runledger.domain.run import Run
 from runledger.projections.pages import RunFilter
 from runledger.projections.postgres import PostgresBackend
 from runledger.projections.rebuild import rebuild
-from scripts.bench_api import CLI, _ms, _wait_up, spare_port
+from scripts.bench_api import CLI, _wait_up, spare_port
 from scripts.bench_console import signed_in
 from scripts.bench_history import NOW, PG_ADMIN
+from scripts.loads import first_bytes, in_process, paced, uptime, wrk
 
 BIG = 1_000
 BATCH = 2_000
@@ -178,70 +176,6 @@ def store(runs: int, entries: int, fresh: bool) -> str:
     return url
 
 
-def in_process(fn: Callable[[], object], seconds: float) -> tuple[float, float]:
-    """(p50 ms, p99 ms) of ``fn`` called back to back, one at a time."""
-    fn()
-    took: list[float] = []
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(took) < 30:
-        started = time.perf_counter()
-        fn()
-        took.append((time.perf_counter() - started) * 1000)
-    cuts = statistics.quantiles(took, n=100)
-    return cuts[49], cuts[98]
-
-
-def first_bytes(client: httpx.Client, path: str, requests: int) -> tuple[float, float]:
-    """(p50 ms, p99 ms) to the first body byte, one request at a time."""
-    took: list[float] = []
-    for i in range(requests + 3):
-        started = time.perf_counter()
-        with client.stream("GET", path) as answer:
-            chunks = answer.iter_raw()
-            next(chunks, b"")
-            reached = time.perf_counter()
-            for _ in chunks:
-                pass
-        if answer.status_code != 200:
-            raise SystemExit(f"GET {path} answered {answer.status_code}")
-        if i >= 3:
-            took.append((reached - started) * 1000)
-    cuts = statistics.quantiles(took, n=100)
-    return cuts[49], cuts[98]
-
-
-def wrk(url: str, token: str, seconds: int, connections: int) -> tuple[float, float, float]:
-    """(requests/s, p50 ms, p99 ms) as wrk measures them with ``connections`` at once."""
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(f'wrk.headers["Authorization"] = "Bearer {token}"\n')
-    try:
-        out = subprocess.run(
-            [
-                "wrk",
-                "-t2",
-                f"-c{connections}",
-                f"-d{seconds}s",
-                "--latency",
-                "-s",
-                script.name,
-                url,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    finally:
-        os.unlink(script.name)
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    if "Non-2xx" in out:
-        raise SystemExit(f"{url} answered errors under load:\n{out}")
-    return rate, _ms(out, "50%"), _ms(out, "99%")
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-
-
 def picked(rl: Runledger) -> tuple[UUID, UUID]:
     """The big run, and an ordinary finished run in the middle of the store."""
     with rl.backend.transaction(commit=False) as cursor:
@@ -257,68 +191,81 @@ def picked(rl: Runledger) -> tuple[UUID, UUID]:
     return big, one
 
 
-def measure(url: str, clients: int, seconds: int) -> None:
+def measure(url: str, clients: int, seconds: int, rate: float) -> None:
     rl = bootstrap(Settings(database_url=url), Registry())
     token = rl.tokens.issue("bench", "operator", by="bench").secret
+    rl.projector.catch_up()  # the plain baseline reads the token's row as it is
     big, one = picked(rl)
-    port = spare_port()
     env = os.environ | {"RUNLEDGER_DATABASE_URL": url, "RUNLEDGER_BUILTIN_MODULES": ""}
-    server = subprocess.Popen(
-        [*CLI, "serve", "--no-runner", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
+    ours, plain = spare_port(), spare_port()
+    servers = [
+        started([*CLI, "serve", "--no-runner", "--port", str(ours)], env),
+        started(
+            [sys.executable, "-m", "uvicorn", "scripts.plain_reads:app", "--port", str(plain)], env
+        ),
+    ]
+    base = f"http://127.0.0.1:{ours}"
     collector, answers, everything = StoreCollector(rl), rl.answers, RunFilter()
     now, attempts = rl.clock(), rl.settings.max_revert_attempts
+    page = "/admin/events/runs?limit=50"
     cases: list[tuple[str, str, Callable[[], object]]] = [
+        ("runs page (50)", f"{base}{page}", lambda: answers.run_page(everything, 50, None)),
+        ("one run", f"{base}/admin/events/runs/{one}", lambda: answers.run_detail(one)),
         (
-            "runs page (50)",
-            "/admin/events/runs?limit=50",
-            lambda: answers.run_page(everything, 50, None),
+            "its log",
+            f"{base}/admin/events/runs/{one}/log",
+            lambda: answers.log_page(one, 200, None),
         ),
-        ("one run", f"/admin/events/runs/{one}", lambda: answers.run_detail(one)),
-        ("its log", f"/admin/events/runs/{one}/log", lambda: answers.log_page(one, 200, None)),
-        ("/metrics", "/metrics", lambda: list(collector.collect())),
+        ("/metrics", f"{base}/metrics", lambda: list(collector.collect())),
     ]
     try:
         _wait_up(base)
+        _wait_up(f"http://127.0.0.1:{plain}", "/docs")
         print(uptime())
-        print(f"wrk: {clients} connections, {seconds}s each; in-process: one thread")
         print(
-            f"{'':22} {'HTTP req/s':>10} {'p50 ms':>8} {'p99 ms':>8}   "
-            f"{'in-proc p50':>11} {'p99 ms':>8}   p99 ratio"
+            f"wrk: {clients} connections as fast as answered, {seconds}s; paced: {clients} "
+            f"clients asking {rate:g}/s in all, {seconds}s; in-process: one thread"
         )
-        for label, path, direct in cases:
-            rate, p50, p99 = wrk(f"{base}{path}", token, seconds, clients)
-            o50, o99 = in_process(direct, seconds / 2)
+        print(
+            f"{'':22} {'wrk req/s':>10} {'p50 ms':>8} {'p99 ms':>8}   {'paced p50':>9} "
+            f"{'p99 ms':>8}   {'in-proc p50':>11} {'p99 ms':>8}"
+        )
+        plain_page = f"http://127.0.0.1:{plain}{page}"
+        for label, address, direct in [*cases, ("plain FastAPI, runs page", plain_page, None)]:
+            done, p50, p99 = wrk(address, token, seconds, clients)
+            steady = paced(address, token, clients=clients, rate=rate, seconds=seconds)
+            o50, o99 = in_process(direct, seconds / 2) if direct else (float("nan"),) * 2
             print(
-                f"{label:22} {rate:10,.0f} {p50:8.2f} {p99:8.2f}   {o50:11.2f} {o99:8.2f}   "
-                f"{p99 / o99:6.2f}"
+                f"{label:24} {done:8,.0f} {p50:8.2f} {p99:8.2f}   {steady.p50_ms:9.2f} "
+                f"{steady.p99_ms:8.2f}   {o50:11.2f} {o99:8.2f}"
             )
         s50, s99 = in_process(lambda: rl.pages.run_counts_scanned(now, attempts), seconds / 2)
-        print(f"{'(the scan /metrics was)':22} {'':10} {'':8} {'':8}   {s50:11.2f} {s99:8.2f}")
+        print(f"{'(the scan /metrics was)':24} {'':41} {s50:11.2f} {s99:8.2f}")
         # A scraper asks one scrape at a time: its wait is this, not 20 scrapes at once.
         with httpx.Client(base_url=base, timeout=30) as scraper:
             m50, m99 = first_bytes(scraper, "/metrics", 50)
         o50, o99 = in_process(lambda: list(collector.collect()), seconds / 2)
         print(
-            f"{'/metrics, one scrape':22} {'1st byte':>10} {m50:8.2f} {m99:8.2f}   "
-            f"{o50:11.2f} {o99:8.2f}   {m99 / o99:6.2f}"
+            f"{'/metrics, one scrape':24} {'1st byte':>8} {m50:8.2f} {m99:8.2f}   {'':20}   "
+            f"{o50:11.2f} {o99:8.2f}"
         )
         with closing(signed_in(base, token)) as console:
             c50, c99 = first_bytes(console, f"/runs/{big}", 50)
         b50, b99 = in_process(lambda: rl.answers.run_detail(big), seconds / 2)
         print(
-            f"{'console run, 1,000':22} {'1st byte':>10} {c50:8.2f} {c99:8.2f}   "
-            f"{b50:11.2f} {b99:8.2f}   {c99 / b99:6.2f}"
+            f"{'console run, 1,000':24} {'1st byte':>8} {c50:8.2f} {c99:8.2f}   {'':20}   "
+            f"{b50:11.2f} {b99:8.2f}"
         )
         print(uptime())
     finally:
-        server.send_signal(signal.SIGTERM)  # our own child, by its pid
-        server.wait(timeout=30)
+        for server in servers:
+            server.send_signal(signal.SIGTERM)  # our own children, by their pids
+            server.wait(timeout=30)
         rl.close()
+
+
+def started(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main() -> None:
@@ -327,6 +274,9 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument(
+        "--rate", type=float, default=100, help="requests/s of the paced clients, all together"
+    )
     parser.add_argument("--small", action="store_true", help="3,000 runs, 30,000 entries")
     parser.add_argument("--fresh", action="store_true", help="build the store again")
     parser.add_argument("--drop", action="store_true", help="drop the store at the end")
@@ -338,7 +288,7 @@ def main() -> None:
     print(uptime())
     url = f"{PG_ADMIN}?schema={args.schema}" if args.schema else store(runs, entries, args.fresh)
     try:
-        measure(url, args.clients, args.seconds)
+        measure(url, args.clients, args.seconds, args.rate)
     finally:
         if args.drop:
             with psycopg.connect(PG_ADMIN, autocommit=True) as conn:

@@ -211,7 +211,7 @@ class PlainSweep:
         runs = {
             row["run_id"]: row
             for row in self.sql.read(
-                runs_statement(self.sql.marks(len(candidates))),
+                runs_statement(f"IN ({self.sql.marks(len(candidates))})"),
                 [self.max_attempts, stamp, *candidates, *candidates],
             )
         }
