@@ -7,6 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
+from runledger.application.api.answered import Answered
 from runledger.application.api.deps import Viewer
 from runledger.application.api.paging import Cursor, Limit, window
 from runledger.application.api.responses import ABOUT_ONE, AUTHENTICATED
@@ -28,14 +29,14 @@ def find_entries(
     ],
     limit: Limit = 200,
     cursor: Cursor = None,
-) -> runs.EntryPage:
+) -> Answered:
     """The entries of every run that this ref names, oldest first: the first 20 of them."""
-    return window(limit, cursor).page(answers.entries_named(ref), _same, runs.EntryPage)
+    return Answered(window(limit, cursor).page(answers.entries_named(ref), _same, runs.EntryPage))
 
 
 @router.get("/{entry_id}", response_model=runs.Entry)
-def get_entry(answers: AnswersDep, _: Viewer, entry_id: UUID) -> runs.Entry:
-    return answers.known_entry(entry_id)
+def get_entry(answers: AnswersDep, _: Viewer, entry_id: UUID) -> Answered:
+    return Answered(answers.known_entry(entry_id))
 
 
 @router.get("/{entry_id}/history", response_model=history.EntryHistory)

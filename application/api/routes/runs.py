@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Body, Query, Response
 from pydantic import AwareDatetime
 
+from runledger.application.api.answered import Answered
 from runledger.application.api.deps import Operator, Viewer
 from runledger.application.api.once import Once
 from runledger.application.api.paging import ABOUT, LogCursor, log_before, log_cursor
@@ -40,9 +41,9 @@ def list_runs(
     name: Annotated[StoredText | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(pattern=RUN_CURSOR, description=ABOUT)] = None,
-) -> runs.RunPage:
+) -> Answered:
     """Runs newest first; pass `next_cursor` back as `cursor` for the next page."""
-    return answers.run_page(RunFilter(status, cleanup_status, name), limit, cursor)
+    return Answered(answers.run_page(RunFilter(status, cleanup_status, name), limit, cursor))
 
 
 @router.post("", response_model=runs.RunDetail, status_code=201)
@@ -66,8 +67,8 @@ def start_run(
 
 
 @router.get("/{run_id}", response_model=runs.RunDetail)
-def get_run(answers: AnswersDep, _: Viewer, run_id: UUID) -> runs.RunDetail:
-    return answers.run_detail(run_id)
+def get_run(answers: AnswersDep, _: Viewer, run_id: UUID) -> Answered:
+    return Answered(answers.run_detail(run_id))
 
 
 @router.get("/{run_id}/log", response_model=runs.LogLines)
@@ -77,12 +78,13 @@ def get_log(
     run_id: UUID,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE * 10)] = 200,
     cursor: LogCursor = None,
-) -> runs.LogLines:
+) -> Answered:
     """The run's last lines, in store order; `next_cursor` pages back to the lines before."""
     found = answers.log_page(run_id, limit, log_before(cursor))
-    return runs.LogLines(
+    lines = runs.LogLines(
         run_id=run_id, items=found.lines, total=found.total, next_cursor=log_cursor(found.earlier)
     )
+    return Answered(lines)
 
 
 @router.post("/{run_id}/advance", response_model=runs.Advanced)
