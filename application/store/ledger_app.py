@@ -276,8 +276,11 @@ class Streams:
         self.backend = backend
 
     def load(self, cls: type[A], ids: Iterable[UUID]) -> dict[UUID, A]:
+        wanted = sorted(set(ids))
+        if not wanted:  # a run's page with nothing kept asked the store for nothing
+            return {}
         loaded: dict[UUID, Any] = {}
-        for stored in self.backend.select_streams(sorted(set(ids))):
+        for stored in self.backend.select_streams(wanted):
             event: Any = self.app.mapper.to_domain_event(stored)
             loaded[event.originator_id] = event.mutate(loaded.get(event.originator_id))
         for found in loaded.values():
