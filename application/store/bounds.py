@@ -12,7 +12,8 @@ nothing closed) is a prompt refusal, never a hang:
   tcp_user_timeout.
 
 The URL's own libpq parameters (sslmode=..., application_name=...) go to every connection and
-win over these; its options= (and PGOPTIONS) follow ours, so their own -c settings win too.
+win over these; its options= (and PGOPTIONS) follow ours, so their own -c settings win too
+(ours also turn the server's JIT off: -c jit=on in options= turns it back on).
 
 While an outage is on, the pool tries each connection before handing it out: the ones the
 outage broke are then replaced, rather than failing the first requests after the mend.
@@ -52,12 +53,14 @@ def libpq_params(config: StoreConfig) -> dict[str, Any]:
     }
     # An options= given to libpq hides its PGOPTIONS, so that is passed on too: ours first,
     # then the environment's, then the URL's, and the last -c of a name wins.
-    options = [os.environ.get("PGOPTIONS", ""), given.pop("options", "")]
+    # No JIT: the statements are short reads whose estimates (a subquery per row) can pass
+    # jit_above_cost, and compiling one took longer than running it (scripts/MEASUREMENTS.md,
+    # "No JIT for runledger's statements").
+    options = ["-c jit=off", os.environ.get("PGOPTIONS", ""), given.pop("options", "")]
     if bound:
         ours["tcp_user_timeout"] = int(bound * 1000)
         options.insert(0, f"-c statement_timeout={int(bound * 1000)}")
-    if any(options):
-        ours["options"] = " ".join(o for o in options if o)
+    ours["options"] = " ".join(o for o in options if o)
     return {**ours, **given}
 
 

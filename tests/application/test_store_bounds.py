@@ -31,8 +31,9 @@ def pooled(rl: Runledger) -> dict[str, str]:
     assert isinstance(backend, PostgresBackend)
     with backend.datastore.get_connection() as conn:
         found = dict(conn.info.get_parameters())
-        row: Any = conn.execute("SHOW statement_timeout").fetchone()
-    return {**found, "statement_timeout": str(row["statement_timeout"])}
+        timeout: Any = conn.execute("SHOW statement_timeout").fetchone()
+        jit: Any = conn.execute("SHOW jit").fetchone()
+    return {**found, "statement_timeout": str(timeout["statement_timeout"]), "jit": jit["jit"]}
 
 
 @pytest.fixture
@@ -65,6 +66,13 @@ def test_the_urls_own_parameters_win_over_runledgers_bounds(url: str) -> None:
     with opened(given, store_timeout_s=4.0) as rl:
         found = pooled(rl)
     assert found["statement_timeout"] == "2500ms" and found["keepalives_idle"] == "7"
+
+
+def test_the_servers_jit_is_off_unless_the_url_turns_it_on(url: str) -> None:
+    with opened(url) as rl:
+        assert pooled(rl)["jit"] == "off"
+    with opened(f"{url}&options=-c%20jit%3Don") as rl:
+        assert pooled(rl)["jit"] == "on"
 
 
 def test_a_statement_past_the_bound_is_cancelled_by_the_server(url: str) -> None:
