@@ -118,9 +118,12 @@ class Fleet:
         actions: Iterable[str],
         leases: Iterable[str],
         every_s: float = 1.0,
+        *,
+        divides: bool = True,
     ) -> UUID:
         """Record a runner process as started, with its first heartbeat; answers its new id.
-        ``every_s``: the seconds between its beats, for the division's bound."""
+        ``every_s``: the seconds between its beats, for the division's bound. Not ``divides``
+        (one tick, `runner --once`): this process still looks at every run."""
         name, runner_id, at = worker_name(worker), uuid4(), self.clock()
         kit = Kit(_names(modules), _names(actions), _names(leases))
         # The heartbeat first: if the save then fails, a row nobody reads is all that is left,
@@ -139,7 +142,8 @@ class Fleet:
                 at,
             )
         )
-        self.ours[runner_id] = Ours(kit, every_s)
+        if divides:
+            self.ours[runner_id] = Ours(kit, every_s)
         return runner_id
 
     def beat(self, runner_id: UUID) -> None:

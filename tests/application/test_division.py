@@ -93,6 +93,57 @@ def test_a_runner_of_another_kit_is_never_left_a_run_alone(
         bare.close()
 
 
+def test_a_runner_whose_ticks_fail_stops_beating_and_the_others_take_its_runs(
+    opened: Callable[..., Runledger], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stores = [opened(), opened()]
+    good, bad = stores[0].runner("good"), stores[1].runner("bad")
+    good.join()
+    bad.join()
+    assert share_of(stores[0]) < set(RUNS)
+    bound = max(FLOOR_S, BEATS * good.membership.every_s)
+    real_tick, ticks, failing = bad.legs.tick, [0], [True]
+
+    def tick(stop: threading.Event | None = None) -> object:
+        ticks[0] += 1
+        if failing[0]:
+            raise RuntimeError("this runner's disk is full")
+        return real_tick(stop)
+
+    def ticked(more: int) -> None:
+        wanted, deadline = ticks[0] + more, time.monotonic() + 30
+        while ticks[0] < wanted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ticks[0] >= wanted
+
+    monkeypatch.setattr(bad.legs, "tick", tick)
+    stop = threading.Event()
+    running = threading.Thread(target=bad.run, args=(0.02, stop), daemon=True)
+    running.start()
+    try:
+        ticked(2)
+        clock.advance(bound + 1)
+        ticked(3)  # ticks begun after the clock moved, every one failing
+        good.membership.beat()
+        assert share_of(stores[0]) == set(RUNS)
+
+        failing[0] = False
+        ticked(3)  # one that ends well, then ones that beat again
+        good.membership.beat()
+        assert share_of(stores[0]) < set(RUNS)
+    finally:
+        stop.set()
+        running.join(30)
+
+
+def test_one_tick_beside_a_live_runner_looks_at_every_run(opened: Callable[..., Runledger]) -> None:
+    live, asked = opened(), opened()
+    live.runner("live").join()
+    runs = auto_runs(asked, 16)
+    asked.runner("once").once()
+    assert all("once" in workers(asked, run) for run in runs)
+
+
 # --- two runners on one PostgreSQL store, on the real clock ------------------------------------
 
 

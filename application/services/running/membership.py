@@ -30,25 +30,37 @@ class Membership:
         self._beaten = time.monotonic()
         self.every_s = 1.0
         """Seconds between this runner's ticks: the others' bound for its share (division.py)."""
+        self.failing = False
+        """Its last tick failed: it does not beat until a tick ends well, so that the others
+        take its share (division.py) rather than leave it to a runner that cannot work it."""
 
-    def join(self) -> None:
+    def join(self, *, divides: bool = True) -> None:
         loaded = self.loaded
         self.runner_id = self.fleet.join(
-            self.worker, loaded.modules, loaded.actions, loaded.leases, self.every_s
+            self.worker,
+            loaded.modules,
+            loaded.actions,
+            loaded.leases,
+            self.every_s,
+            divides=divides,
         )
 
-    def beat(self) -> None:
-        """Join until joined (a store that is away at start is trouble like any), then beat."""
+    def beat(self) -> bool:
+        """Join until joined (a store that is away at start is trouble like any), then beat
+        unless failing; answers whether it beat."""
         if self.runner_id is None:
             self.join()
+        elif self.failing:
+            return False
         else:
             self.fleet.beat(self.runner_id)
+        return True
 
     def again(self) -> None:
         """A beat between legs, so a runner at work is seen live by a short bound and only one
         stuck in a call (or dead) has its share taken; nothing for a runner not joined."""
         now = time.monotonic()
-        if self.runner_id is not None and now - self._beaten >= AGAIN_S:
+        if self.runner_id is not None and not self.failing and now - self._beaten >= AGAIN_S:
             self.fleet.beat(self.runner_id)
             self._beaten = now
 

@@ -26,7 +26,8 @@ log = logging.getLogger("runledger.runner")
 
 class Runner:
     """The loop around the tick (tick.py): a runner records itself in the store (membership.py):
-    it joins before its first tick, beats at the start of every tick, and leaves however it stops.
+    it joins before its first tick, beats at the start of every tick (unless its last one
+    failed: membership.py says why), and leaves however it stops.
     Between ticks it rests, unless a run that ends elsewhere wakes its cleanup leg. The store's
     trouble, a stuck projection among it, is said once and tried again every tick (trouble.py).
     """
@@ -96,8 +97,9 @@ class Runner:
         self.membership.join()
 
     def once(self) -> TickReport:
-        """One tick as a runner of its own: join, tick, leave."""
-        self.join()
+        """One tick as a runner of its own: join, tick, leave. It looks at every run, not at a
+        share: a person who asks for a tick beside a live runner wants what is due now."""
+        self.membership.join(divides=False)
         try:
             return self.tick()
         finally:
@@ -113,6 +115,7 @@ class Runner:
         try:
             while not stop.is_set():
                 report = self.troubles.safely(lambda: self._tick(stop))
+                self.membership.failing = report is None
                 ticks += 1
                 if report is None or not (report.cut_short or report.advance.cut_short):
                     self._rest(interval_s, stop)
@@ -168,8 +171,8 @@ class Runner:
         return self.legs.woken(stop)
 
     def _beat(self) -> None:
-        self.membership.beat()
-        self.beat_at = self.membership.fleet.clock()
+        if self.membership.beat():
+            self.beat_at = self.membership.fleet.clock()
 
     def _leave(self) -> None:
         self.membership.leave()
