@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -34,6 +31,7 @@ from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.projections.pages import RunFilter
 from scripts.bench_history import NOW, fresh_store, given_back_run
+from scripts.loads import in_process, wrk
 
 CLI = [sys.executable, "-c", "from runledger.application.cli.app import main; main()"]
 
@@ -66,45 +64,6 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def wrk(url: str, token: str, seconds: int, method: str = "GET") -> tuple[float, float, float, int]:
-    """(requests/s, p50 ms, p99 ms, requests) as wrk measures them."""
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(f'wrk.method = "{method}"\nwrk.headers["Authorization"] = "Bearer {token}"\n')
-    try:
-        out = subprocess.run(
-            ["wrk", "-t2", "-c8", f"-d{seconds}s", "--latency", "-s", script.name, url],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    finally:
-        os.unlink(script.name)
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    done = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-    return rate, _ms(out, "50%"), _ms(out, "99%"), done
-
-
-def _ms(out: str, label: str) -> float:
-    found = re.search(rf"{re.escape(label)}\s+([\d.]+)(us|ms|s)\b", out)
-    if found is None:
-        return float("nan")
-    value, unit = float(found.group(1)), found.group(2)
-    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
-
-
-def in_process(fn: Callable[[], object], seconds: float) -> tuple[float, float, float]:
-    """(calls/s, p50 ms, p99 ms) of ``fn`` called back to back for ``seconds``."""
-    fn()  # the first call catches the projections up with what the HTTP run wrote
-    took: list[float] = []
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(took) < 20:
-        started = time.perf_counter()
-        fn()
-        took.append((time.perf_counter() - started) * 1000)
-    cuts = statistics.quantiles(took, n=100)
-    return len(took) / sum(took) * 1000, cuts[49], cuts[98]
 
 
 def main() -> None:
@@ -170,15 +129,15 @@ def measure(rl: Runledger, url: str, token: str, run_id: UUID, seconds: int) -> 
             f"{'in-process/s':>12} {'p50 ms':>8} {'p99 ms':>8}   ratio"
         )
         for label, target, method, direct in cases:
-            rate, p50, p99, done = wrk(target, token, seconds, method)
-            total += done
+            served = wrk(target, token, seconds, 8, method)
+            total += served.done
             own, o50, o99 = in_process(direct, seconds / 2)
             print(
-                f"{label:16} {rate:11,.0f} {p50:8.2f} {p99:8.2f}   {own:12,.0f} {o50:8.2f} "
-                f"{o99:8.2f}   {rate / own:5.2f}"
+                f"{label:16} {served.rate:11,.0f} {served.p50_ms:8.2f} {served.p99_ms:8.2f}   "
+                f"{own:12,.0f} {o50:8.2f} {o99:8.2f}   {served.rate / own:5.2f}"
             )
         while total < 10_000:  # memory is read after at least ten thousand requests
-            total += wrk(cases[0][1], token, seconds, "GET")[3]
+            total += wrk(cases[0][1], token, seconds, 8).done
         print(f"serve after {total:,} requests: {rss_mb(server.pid):.0f} MB resident")
         print(f"load {os.getloadavg()[0]:.2f} (1 min)")
     finally:

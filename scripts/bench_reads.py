@@ -238,26 +238,29 @@ def measure(url: str, clients: int, seconds: int, rate: float) -> None:
         plain_page = f"http://127.0.0.1:{plain}{page}"
         load: dict[str, Any] = {"clients": clients, "rate": rate, "seconds": seconds}
         for label, address, direct in [*cases, ("plain FastAPI, runs page", plain_page, None)]:
-            done, p50, p99 = wrk(address, token, seconds, clients)
+            served = wrk(address, token, seconds, clients)
+            if served.errors:
+                raise SystemExit(f"{address} answered errors under load")
             # A scraper asks one scrape at a time (the row below), never many a second.
             steady = None if "/metrics" in address else paced(address, token, **load)
-            o50, o99 = in_process(direct, seconds / 2) if direct else (float("nan"),) * 2
+            o50, o99 = in_process(direct, seconds / 2)[1:] if direct else (float("nan"),) * 2
             said = f"{steady.p50_ms:9.2f} {steady.p99_ms:8.2f}" if steady else f"{'-':>9} {'-':>8}"
             print(
-                f"{label:24} {done:8,.0f} {p50:8.2f} {p99:8.2f}   {said}   {o50:11.2f} {o99:8.2f}"
+                f"{label:24} {served.rate:8,.0f} {served.p50_ms:8.2f} {served.p99_ms:8.2f}   "
+                f"{said}   {o50:11.2f} {o99:8.2f}"
             )
-        s50, s99 = in_process(lambda: rl.pages.run_counts_scanned(now, attempts), seconds / 2)
+        s50, s99 = in_process(lambda: rl.pages.run_counts_scanned(now, attempts), seconds / 2)[1:]
         print(f"{'(the scan /metrics was)':24} {'':41} {s50:11.2f} {s99:8.2f}")
         with httpx.Client(base_url=base, timeout=30) as scraper:
             m50, m99 = first_bytes(scraper, "/metrics", 50)
-        o50, o99 = in_process(lambda: list(collector.collect()), seconds / 2)
+        o50, o99 = in_process(lambda: list(collector.collect()), seconds / 2)[1:]
         print(
             f"{'/metrics, one scrape':24} {'1st byte':>8} {m50:8.2f} {m99:8.2f}   {'':20}   "
             f"{o50:11.2f} {o99:8.2f}"
         )
         with closing(signed_in(base, token)) as console:
             c50, c99 = first_bytes(console, f"/runs/{big}", 50)
-        b50, b99 = in_process(lambda: rl.answers.run_detail(big), seconds / 2)
+        b50, b99 = in_process(lambda: rl.answers.run_detail(big), seconds / 2)[1:]
         print(
             f"{'console run, 1,000':24} {'1st byte':>8} {c50:8.2f} {c99:8.2f}   {'':20}   "
             f"{b50:11.2f} {b99:8.2f}"
