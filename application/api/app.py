@@ -19,6 +19,7 @@ from runledger.application.api.routes import (
     runs,
     webhooks,
 )
+from runledger.application.routed import add_routes
 
 DESCRIPTION = """Everything an operator can do with runledger: runs, their entries and logs,
 cleanup (one run, or a plan over many after an outage), history, definitions (drafts, dry runs,
@@ -51,7 +52,7 @@ def routes() -> FastAPI:
         health.router,
         docs.router,
     ):
-        app.include_router(router)
+        add_routes(app, router)
     errors.install(app)
     documented.install(app)
     app.add_middleware(Allowed, routes=lambda: app.routes)

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
+from runledger.application.routed import add_routes
 from runledger.application.runledger import Runledger
 from runledger.application.web import unreachable
 from runledger.application.web.forms import Utf8Forms
@@ -82,7 +83,7 @@ def install(app: FastAPI, rl: Runledger) -> None:
     )
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     for router in ROUTERS:
-        app.include_router(router)
+        add_routes(app, router)
     for kind, handler in list(app.exception_handlers.items()):
         app.exception_handlers[kind] = _pages_first(handler)
     unreachable.install(app, is_console)
