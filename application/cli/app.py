@@ -3,6 +3,7 @@ what `--help` says of exit codes and the environment, and the one exit every com
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, NoReturn
 
 import typer
+import typer.main
 from pydantic import ValidationError
 
 from runledger import __version__
@@ -137,11 +139,21 @@ def main() -> None:
     _leave(run(sys.argv[1:]))
 
 
+@functools.cache
+def click_command() -> Callable[..., Any]:
+    """The click command Typer builds from ``app``, built once a process: Typer's own
+    ``app(...)`` builds it again at every call (~40 ms of reading every command's signature),
+    which a test running commands in-process, or forking them from one process, paid each
+    time. An error no command expected is told by Python's own traceback hook, not Typer's
+    (whose Rich traceback shows every frame's locals: a token's secret among them)."""
+    return typer.main.get_command(app)
+
+
 def run(argv: list[str]) -> int | str | None:
     """One command, to its exit code (exits.py); what main runs, and tests in-process."""
     try:
         # Not standalone: Typer's own refusals come here, to be said as every other one is.
-        code = app(argv, prog_name="runledger", standalone_mode=False)
+        code = click_command()(argv, prog_name="runledger", standalone_mode=False)
     except typer.TyperException as error:
         if type(error).__name__ == "NoArgsIsHelpError":  # as Typer tells it: the help is shown
             return exits.USAGE

@@ -27,8 +27,9 @@ NO_CONFIG = "/nonexistent/runledger-tests"
 
 
 def _serve() -> None:
-    from runledger.application.cli.app import main
+    from runledger.application.cli.app import click_command, main
 
+    click_command()  # built once here, as a process that runs more than one command builds it
     assert threading.active_count() == 1, "a thread would not survive the fork"
     for line in sys.stdin:
         batch = json.loads(line)
