@@ -13,6 +13,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import ConnectionPoolClosedError
 
+from runledger.application.services.running.division import owner
 from runledger.application.services.running.runner import TickReport
 from tests.conftest import Factory
 from tests.support.playing import SPAWN, Clock, complete, ended_run, key, makes, play, start
@@ -88,6 +89,38 @@ def test_a_run_ended_elsewhere_is_given_back_before_the_rest_is_over(
     assert waited < 5  # the rest was 60 s
     assert world.reverts == {key(run): 1}
     assert len(legs) == 2 and set(legs[1].swept) == {run}  # the first tick, then the woken leg
+
+
+def test_a_run_ended_elsewhere_wakes_only_the_runner_whose_share_it_is(
+    make_runledger: Factory, world: World
+) -> None:
+    stores = [make_runledger(wake_s=0.01) for _ in range(2)]
+    run = play(stores[0], makes("spawn", "c1", "c2"))
+    runners = [rl.runner(f"w{n}") for n, rl in enumerate(stores)]
+    legs: list[list[TickReport]] = [[], []]
+    for runner, seen in zip(runners, legs, strict=True):
+        runner.join()  # both before either ticks: each tick reads a division of two
+        runner.observe = lambda report, *_, seen=seen: seen.append(report)
+    ids = {runner.runner_id for runner in runners}
+    assert None not in ids
+    mine = [owner(run, ids) == runner.runner_id for runner in runners]  # type: ignore[arg-type]
+    stop = threading.Event()
+    threads = [threading.Thread(target=r.run, args=(60.0, stop)) for r in runners]
+    for thread in threads:
+        thread.start()
+    try:
+        _until(lambda: all(legs), timeout=10)  # each has ticked once, and rests for 60 s
+        complete(make_runledger(), run)  # another process's API or CLI ends the run
+        _until(lambda: cleanup_status(stores[0], run) == "complete", timeout=10)
+        time.sleep(0.5)  # some fifty looks more for each
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    assert world.reverts == {key(run): 1}
+    owner_legs, other_legs = (legs[0], legs[1]) if mine[0] else (legs[1], legs[0])
+    assert [set(leg.swept) for leg in owner_legs] == [set(), {run}]  # its tick, the woken leg
+    assert [set(leg.swept) for leg in other_legs] == [set()]  # its tick alone
 
 
 def test_a_resting_runner_with_nothing_ended_only_reads(

@@ -47,7 +47,7 @@ def test_a_run_ended_elsewhere_is_heard_and_nothing_is_asked_before(
     assert wake._asked == asked and time.monotonic() - asked < SAFETY_S
     complete(make_runledger(), run)  # another process ends the run
     assert heard.wait(10)
-    assert wake.runs_ended()
+    assert wake.runs_ended() == [run]
 
 
 def test_without_a_listener_every_look_asks_the_store(make_runledger: Factory) -> None:

@@ -145,8 +145,9 @@ class Runner:
         return self.tick(stop)
 
     def _rest(self, interval_s: float, stop: threading.Event) -> None:
-        """Until the next tick. A run that ended meanwhile (the API, the CLI, another runner) is
-        given back now: a cleanup leg alone, the other legs keep their interval."""
+        """Until the next tick. A run of this runner's share that ended meanwhile (the API, the
+        CLI, another runner) is given back now: a cleanup leg alone, the other legs keep their
+        interval."""
         wake = self.wake
         deadline = time.monotonic() + interval_s
         # Counted as well as timed: a test's frozen clock holds time.monotonic still, while
@@ -163,7 +164,8 @@ class Runner:
             except Exception:  # the next tick meets it and says so once, not this rest 20 a second
                 wake = None
                 continue
-            swept = self.troubles.safely(lambda: self._woken(stop)) if ended else None
+            owed = self.legs.owes(ended)
+            swept = self.troubles.safely(lambda: self._woken(stop)) if owed else None
             if swept is not None and swept.cut_short:
                 return
 

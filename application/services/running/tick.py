@@ -13,9 +13,10 @@ from uuid import UUID
 
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.running.advancing import AdvanceReport
+from runledger.application.services.running.division import EVERYTHING
 from runledger.application.services.running.starts import StartReport, Starts
 from runledger.application.services.runs import Runs
-from runledger.application.services.sweep.pacing import Halt, Swept, Wake, sweep_leg
+from runledger.application.services.sweep.pacing import LOOK_AT, Halt, Swept, Wake, sweep_leg
 from runledger.application.services.sweep.verdicts import Summary
 from runledger.application.settings import Settings
 
@@ -57,6 +58,8 @@ class Legs:
         self.observe = observe
         self.beat = beat
         """Said before the cleanup leg and each of its passes (membership.py, division.py)."""
+        self.share = EVERYTHING
+        """The runners' division as this worker's last cleanup leg read it."""
 
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         started = time.perf_counter()
@@ -75,7 +78,7 @@ class Legs:
         if self.wake is not None:
             self.wake.mark()
         self.beat()
-        share = self.cleanup.share()  # the runners' division, read once for the leg's passes
+        share = self.share = self.cleanup.share()  # read once for the leg's passes
 
         def one_pass(halt: Halt) -> tuple[dict[UUID, Summary], bool]:
             self.beat()
@@ -86,6 +89,13 @@ class Legs:
             stop,
             self.settings.cleanup_budget_s,
         )
+
+    def owes(self, ended: list[UUID]) -> bool:
+        """Whether runs that ended elsewhere wake this worker's cleanup leg: one of them is its
+        own by the division its last leg read (every run ended woke every runner, and all but
+        one found nothing of theirs). A run whose owner stopped since is given back by the next
+        tick's leg, which reads the division again."""
+        return len(ended) >= LOOK_AT or any(self.share.mine(run_id) for run_id in ended)
 
     def woken(self, stop: threading.Event) -> Swept:
         """The cleanup leg alone, between ticks, told to the observer as a tick that did only it."""

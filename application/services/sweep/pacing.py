@@ -5,9 +5,9 @@ A count of runs per tick queues behind a burst (the advance leg may end more run
 the cleanup leg takes), while a leg that sweeps until nothing is left could keep due steps
 waiting for as long as a burst takes. So the cleanup leg sweeps pass after pass until nothing is
 left or its time is spent, and a runner whose leg was cut short ticks again at once. Between
-ticks the runner looks every ``RUNLEDGER_WAKE_S`` for a run that ended elsewhere (the API, the
-CLI, another runner), and gives it back then rather than after the rest of the interval. On
-PostgreSQL a look is free until the store NOTIFYs an insert (``Wake``).
+ticks the runner looks every ``RUNLEDGER_WAKE_S`` for a run of its own share (division.py) that
+ended elsewhere (the API, the CLI, another runner), and gives it back then rather than after the
+rest of the interval. On PostgreSQL a look is free until the store NOTIFYs an insert (``Wake``).
 """
 
 from __future__ import annotations
@@ -95,8 +95,12 @@ SAFETY_S = 2.0
 dropped connection delays a run's give-back by this much at most."""
 
 
+LOOK_AT = 100
+"""Run ends a look reads at most: a look that finds this many wakes the leg whoever owns them."""
+
+
 class Wake:
-    """Whether a run has ended since the runner last looked: two reads by the store's position
+    """Which runs have ended since the runner last looked: two reads by the store's position
     (its head, then the run ends after the last head seen), nothing when nothing was written.
 
     With ``heard`` (PostgreSQL: set by the process's LISTEN at every insert) a look asks the
@@ -113,17 +117,19 @@ class Wake:
         """Looked: what is in the store now is the leg's to find."""
         self.seen = self._head()
 
-    def runs_ended(self) -> bool:
+    def runs_ended(self) -> list[UUID]:
+        """The runs that ended since the last look (at most ``LOOK_AT``): the runner wakes its
+        cleanup leg for them only if one is its own (``Legs.owes``)."""
         if not self._worth_asking():
-            return False
+            return []
         head = self._head()
         seen, self.seen = self.seen, head
         if seen is None or head <= seen:
-            return False
+            return []
         found = self.recorder.select_notifications(
-            start=seen, limit=1, stop=head, topics=ENDS, inclusive_of_start=False
+            start=seen, limit=LOOK_AT, stop=head, topics=ENDS, inclusive_of_start=False
         )
-        return bool(found)
+        return [note.originator_id for note in found]
 
     def _worth_asking(self) -> bool:
         if self.heard is None or self.heard.is_set():
