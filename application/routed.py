@@ -3,7 +3,7 @@
 FastAPI's ``include_router`` builds every route of the router again for each application it is
 included in (the dependencies read from the endpoint's signature, the response model's
 validator), on the application's first request. A process that makes more than one application
-(each test of the API does; ``serve`` does once) paid that for ~100 routes each time:
+(each test of the API does; ``serve`` does once) paid that for its ~80 routes each time:
 scripts/MEASUREMENTS.md, "The routes built once". The routers' own routes carry their prefix,
 tags, responses and dependencies already (APIRouter.add_api_route merges them), hold nothing of
 an application, and find the store through ``request.app`` on every request; so the same route
