@@ -18,7 +18,8 @@ their settings from the environment (EVENT_* batch variables included), as a run
 - runners: 1, 2, 4 runner processes do everything (dispatch, complete, give back) for
   ``--runs`` runs on one PostgreSQL store; entries given back a second, and where the time
   went: each runner's legs (its tick lines), the runners' sessions (``pg_stat_activity``
-  sampled), and CPU of the runners, of their PostgreSQL backends and of the machine.
+  sampled), and CPU of the runners, of their PostgreSQL backends and of the machine;
+  ``--rounds K`` runs every count K times in turn and prints the ratios' median.
 
 Times are the ones the runner stamped on its events. It is a script, not a test: it prints
 figures and drops its schemas and files.
@@ -509,6 +510,27 @@ def show_latency(store: str, name: str, lat: Latency, interval: float) -> None:
     )
 
 
+def ratios(rounds: list[list[Figures]]) -> str:
+    """Each count's entries/s and runners' CPU against the first count's, round by round (the
+    counts of a round run one after the other), and their median: on this machine the same
+    code's CPU ratio moves by 0.3 from one minute to the next (scripts/MEASUREMENTS.md)."""
+    lines = []
+    for i, count in enumerate(rounds[0][1:], start=1):
+        speed = [r[i].entries_per_s / r[0].entries_per_s for r in rounds]
+        cpu = [r[i].runner_cpu_s / r[0].runner_cpu_s for r in rounds]
+        each = f" (rounds: {_listed(speed)}; {_listed(cpu)})" if len(rounds) > 1 else ""
+        lines.append(
+            f"ratio entries/s {count.runners} runners / {rounds[0][0].runners}: "
+            f"{statistics.median(speed):.2f}; ratio runners' CPU for the same work "
+            f"{count.runners} / {rounds[0][0].runners}: {statistics.median(cpu):.2f}{each}"
+        )
+    return "\n".join(lines)
+
+
+def _listed(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--admin", default=PG_ADMIN, help="a PostgreSQL URL to make schemas in")
@@ -527,6 +549,12 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=1.0, help="burst, steady: tick sleep")
     parser.add_argument("--runs", type=int, default=150, help="runners: runs to do")
     parser.add_argument("--runners", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="runners: rounds of every count in turn; the ratios are each round's and their median",
+    )
     args = parser.parse_args()
     env = Settings.from_env()
     print(uptime())
@@ -548,21 +576,21 @@ def main() -> int:
         )
         show_latency(args.store, "steady", lat, args.interval)
     if "runners" in args.parts:
-        rows = []
-        for count in args.runners:
-            rows.append(scaling(args.admin, count, args.runs, args.steps, args.resources))
-            print(f"  {count} runner(s): done in {rows[-1].wall_s:.1f}s", flush=True)
+        rounds: list[list[Figures]] = []
+        for n in range(args.rounds):
+            rows = []
+            for count in args.runners:
+                rows.append(scaling(args.admin, count, args.runs, args.steps, args.resources))
+                print(
+                    f"  round {n + 1}: {count} runner(s) done in {rows[-1].wall_s:.1f}s",
+                    flush=True,
+                )
+            rounds.append(rows)
         print()
-        print(table(rows))
-        for f in rows:
+        print(table(rounds[-1]) + ("\n(the last round)" if len(rounds) > 1 else ""))
+        for f in rounds[-1]:
             print(where(f))
-        for f in rows[1:]:
-            print(
-                f"ratio entries/s {f.runners} runners / {rows[0].runners}: "
-                f"{f.entries_per_s / rows[0].entries_per_s:.2f}; "
-                f"ratio runners' CPU for the same work {f.runners} / {rows[0].runners}: "
-                f"{f.runner_cpu_s / rows[0].runner_cpu_s:.2f}"
-            )
+        print(ratios(rounds))
         print(
             "\nruns/s = runs / (last Run.Completed - release); entries/s = entries / (last "
             "Resource.Reverted - release);\nlag = per run, last Reverted of its entries - its "
