@@ -111,8 +111,15 @@ def test_a_run_ended_elsewhere_wakes_only_the_runner_whose_share_it_is(
     try:
         _until(lambda: all(legs), timeout=10)  # each has ticked once, and rests for 60 s
         complete(make_runledger(), run)  # another process's API or CLI ends the run
+        ended_at = stores[0].app.recorder.max_notification_id() or 0
+        wakes = [runner.wake for runner in runners]
+
+        def both_looked() -> bool:  # each has read the store past the run's end since
+            return all(w is not None and (w.seen or 0) >= ended_at for w in wakes)
+
         _until(lambda: cleanup_status(stores[0], run) == "complete", timeout=10)
-        time.sleep(0.5)  # some fifty looks more for each
+        _until(both_looked, timeout=10)
+        time.sleep(0.1)  # a leg woken by the last look has begun, and the observer hears it
     finally:
         stop.set()
         for thread in threads:
