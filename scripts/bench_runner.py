@@ -556,6 +556,8 @@ def main() -> int:
         help="runners: rounds of every count in turn; the ratios are each round's and their median",
     )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds: must be at least 1")
     env = Settings.from_env()
     print(uptime())
     print(
