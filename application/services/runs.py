@@ -144,6 +144,12 @@ class Runs:
         steps = self.streams.load(Step, [Step.create_id(run.id, s.id) for s in current])
         return describe(spec, run, {s.step_id: s for s in steps.values()}, self.clock())
 
-    def advance_leg(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
-        """Dispatch due steps, within the tick's bounds, and move phases on."""
-        return self.leg.run(worker, stop)
+    def advance_leg(
+        self,
+        worker: str,
+        stop: threading.Event | None = None,
+        beat: Callable[[], None] = lambda: None,
+    ) -> AdvanceReport:
+        """Dispatch due steps, within the tick's bounds, and move phases on; ``beat`` is said
+        before each run (a runner's, so that the others see it live through a long leg)."""
+        return self.leg.run(worker, stop, beat)

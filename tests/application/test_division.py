@@ -14,7 +14,7 @@ import pytest
 from runledger.application.bootstrap import bootstrap
 from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
-from runledger.application.services.running.division import BEATS, FLOOR_S, Share
+from runledger.application.services.running.division import AGAIN_S, BEATS, FLOOR_S, Share
 from runledger.application.services.running.runner import Runner
 from runledger.application.settings import Settings
 from runledger.domain.step import Step
@@ -142,6 +142,81 @@ def test_one_tick_beside_a_live_runner_looks_at_every_run(opened: Callable[..., 
     runs = auto_runs(asked, 16)
     asked.runner("once").once()
     assert all("once" in workers(asked, run) for run in runs)
+
+
+# --- a leg that goes on while the fleet changes ------------------------------------------------
+
+
+def test_a_runner_that_joins_during_an_advance_leg_is_left_its_share_of_the_page(
+    opened: Callable[..., Runledger], clock: Clock
+) -> None:
+    first, second = opened(), opened()
+    first.runner("first").join()
+    runs = auto_runs(first, 16)
+
+    def beat() -> None:  # said before each run of the leg: the second joins before the first run
+        if second.fleet.ours:
+            return
+        second.runner("second").join()
+        clock.advance(AGAIN_S + 0.01)
+        first.fleet.rows.fresh()
+
+    report = first.runs.advance_leg("first", beat=beat)
+    ours = set(first.cleanup.share().of(runs))
+    assert 0 < len(ours) < len(runs)
+    assert {run for run in runs if "first" in workers(first, run)} == ours
+    assert report.dispatched == len(ours)
+
+
+def test_a_runner_that_joins_during_a_cleanup_leg_is_left_its_share_of_the_next_passes(
+    opened: Callable[..., Runledger], clock: Clock
+) -> None:
+    first, second = opened(cleanup_run_batch=4), opened()
+    runner = first.runner("first")
+    runner.join()
+    runs = auto_runs(first, 16)
+    first.runs.advance_leg("first")  # every run completes alone, its two creatures to give back
+    before: list[set[UUID]] = []
+
+    def beat() -> None:  # before the leg, then before each pass: the second joins after one
+        before.append({run for run in runs if not first.queries.unresolved_entries(run)})
+        if len(before) == 3:
+            second.runner("second").join()
+            clock.advance(AGAIN_S + 0.01)
+            first.fleet.rows.fresh()
+
+    runner.legs.beat = beat
+    runner.cleanup_leg()
+    first_pass, later = before[2], set(runs) - before[2]
+    assert len(first_pass) == 4
+    ours = set(first.cleanup.share().of(runs))
+    given_back = {run for run in later if not first.queries.unresolved_entries(run)}
+    assert given_back and given_back <= ours  # a pass finds a page's share: some, maybe not all
+    assert later - ours  # the second's runs are left to it
+
+
+def test_a_runner_beats_through_a_long_advance_leg_so_its_share_is_not_taken(
+    opened: Callable[..., Runledger], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = opened(), opened()
+    busy, other = first.runner("busy"), second.runner("other")
+    busy.join()
+    other.join()
+    auto_runs(first, 16)
+    bound = max(FLOOR_S, BEATS * busy.membership.every_s)
+    slow = first.runs.leg._advance_run
+    seen: list[set[UUID]] = []
+
+    def advance_run(*args: object) -> bool:  # each run takes a while: the leg outlasts the bound
+        clock.advance(bound / 2)
+        other.membership.beat()
+        seen.append(share_of(second))
+        return slow(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(first.runs.leg, "_advance_run", advance_run)
+    busy.tick()
+    assert len(seen) >= 3  # its share of the runs: the leg outlasts the bound
+    assert all(part < set(RUNS) for part in seen)
 
 
 # --- two runners on one PostgreSQL store, on the real clock ------------------------------------

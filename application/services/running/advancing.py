@@ -96,7 +96,12 @@ class AdvanceLeg:
         self.clock = clock
         self.serving = serving
 
-    def run(self, worker: str, stop: threading.Event | None = None) -> AdvanceReport:
+    def run(
+        self,
+        worker: str,
+        stop: threading.Event | None = None,
+        beat: Callable[[], None] = lambda: None,
+    ) -> AdvanceReport:
         """Dispatch due steps, within the tick's bounds, and move phases on."""
         elsewhere = self.serving()  # this leg's answer: per call, never kept on a service
         report = AdvanceReport()
@@ -107,6 +112,9 @@ class AdvanceLeg:
                 self.rotation.unreached(order[index:])
                 report.cut_short = budget.spent
                 break
+            beat()
+            if not self.rotation.still_mine(run_id):
+                continue  # another runner's since the page was read: its own leg advances it
             try:
                 if self._advance_run(run_id, (worker, elsewhere), report, stop, budget):
                     self.rotation.again(run_id)

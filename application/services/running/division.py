@@ -14,15 +14,17 @@ beats before each tick, its cleanup leg and each sweep pass, so one that stops b
 second is dead or stuck in a call, and the others take its share meanwhile. A runner always
 counts itself; overlap while the fleet changes is harmless (claims keep it safe), and a runner
 that cannot read the fleet looks at everything.
-The fleet is read once per advance page and once per cleanup leg, from the runners view as it
-stands (a catch-up there would be one more a tick; the tick's other reads catch it up), so a
-runner that joined or left shows a tick later.
+The fleet is read from the runners view as it stands (a catch-up there would be one more a
+tick; the tick's other reads catch it up): once per advance page and per cleanup leg, and
+again while a leg goes on, at most every ``AGAIN_S`` (``Current``), so a runner that joined or
+left shows within a fraction of a second even to a leg of many seconds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,6 +35,9 @@ from runledger.application.services.running.trouble import TROUBLE
 
 log = logging.getLogger("runledger.runner")
 
+AGAIN_S = 0.25
+"""A leg reads the fleet again at most this often (``Current``), as often as a runner at work
+beats (membership.py)."""
 BEATS = 3
 """Beats a runner may miss before the others take its share."""
 FLOOR_S = 1.0
@@ -97,6 +102,26 @@ class Division:
                 for runner_id, mine in ours.items()
             }
         )
+
+
+class Current:
+    """A leg's share, read again whenever the last read is ``AGAIN_S`` old. Runners started
+    together each met a fleet without the others at their first tick, and a leg read once kept
+    working every run for seconds: the others' runs were loaded again and their claims lost."""
+
+    def __init__(self, read: Callable[[], Share], first: Share | None = None) -> None:
+        self.read = read
+        self._share = first if first is not None else read()
+        self._at = time.monotonic()
+
+    def share(self) -> Share:
+        if time.monotonic() - self._at >= AGAIN_S:
+            self._share = self.read()
+            self._at = time.monotonic()
+        return self._share
+
+    def mine(self, run_id: UUID) -> bool:
+        return self.share().mine(run_id)
 
 
 def everything() -> Share:

@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from uuid import UUID
 
-from runledger.application.services.running.division import Share, everything
+from runledger.application.services.running.division import Current, Share, everything
 from runledger.application.settings import Settings
 from runledger.projections.queries import Queries
 
@@ -24,17 +24,25 @@ class RunRotation:
         self.share = share
         self._after: UUID | None = None
         self._first: list[UUID] = []
+        self.current: Current | None = None
+        """The share of this tick's page, read again as the leg goes on."""
 
     def order(self) -> list[UUID]:
         """This tick's runs; the ones it leaves go first in the next tick."""
         batch = self.settings.advance_run_batch
         first = self._first[:batch]
         share = self.share()
+        self.current = Current(self.share, share)
         page = share.of(self._next_batch((batch - len(first)) * share.parts))
         page = [r for r in page if r not in first]
         random.shuffle(page)  # several runners start at different runs
         self._first = []
         return first + page
+
+    def still_mine(self, run_id: UUID) -> bool:
+        """Whether a run of this tick's page is still this runner's: one that joined since the
+        page was read takes its share of the runs (division.py, ``Current``)."""
+        return self.current is None or self.current.mine(run_id)
 
     def unreached(self, run_ids: list[UUID]) -> None:
         """Runs this tick did not reach go first in the next, so none waits for ever."""

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from runledger.application.services.cleanup import Cleanup
 from runledger.application.services.running.advancing import AdvanceReport
-from runledger.application.services.running.division import EVERYTHING
+from runledger.application.services.running.division import EVERYTHING, Current
 from runledger.application.services.running.starts import StartReport, Starts
 from runledger.application.services.runs import Runs
 from runledger.application.services.sweep.pacing import LOOK_AT, Halt, Swept, Wake, sweep_leg
@@ -64,7 +64,7 @@ class Legs:
     def tick(self, stop: threading.Event | None = None) -> TickReport:
         started = time.perf_counter()
         begun = self.starts.start_leg(self.worker, stop)
-        advance = self.runs.advance_leg(self.worker, stop)
+        advance = self.runs.advance_leg(self.worker, stop, self.beat)
         advanced = time.perf_counter()
         swept = Swept({}) if stop is not None and stop.is_set() else self.cleanup_leg(stop)
         report = TickReport(advance, swept.runs, begun, swept.cut_short)
@@ -78,10 +78,11 @@ class Legs:
         if self.wake is not None:
             self.wake.mark()
         self.beat()
-        share = self.share = self.cleanup.share()  # read once for the leg's passes
+        current = Current(self.cleanup.share)
 
         def one_pass(halt: Halt) -> tuple[dict[UUID, Summary], bool]:
             self.beat()
+            share = self.share = current.share()
             return self.cleanup.sweep_more(self.worker, halt, share)
 
         return sweep_leg(
