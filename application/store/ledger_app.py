@@ -58,21 +58,28 @@ class LedgerApp(Application[UUID]):
         """Told before the store closes: what holds a connection of its own (a listener, the
         projector's role) lets it go first."""
         self._listener: Listener | None = None
+        self.ends_said = False
+        """Whether the store's saves say a run's end on a channel of its own (pg_insert.py)."""
         super().__init__(env)
 
     def listener(self) -> Listener | None:
-        """This process's one LISTEN, on the store's inserts and on its projector's wake-ups,
-        started at the first ``ear``; None on SQLite, where nothing notifies."""
+        """This process's one LISTEN, on the store's runs' ends (on its inserts, where the store
+        does not say ends apart) and on its projector's wake-ups, started at the first ``ear``;
+        None on SQLite, where nothing notifies."""
         config = self.config
         if self._listener is None and config is not None and config.engine == "postgres":
             schema = config.schema or "public"
-            channels = [_recorder(self).channel_name, wanted_channel(schema)]
+            heard = (
+                pg_insert.ended_channel(schema) if self.ends_said else _recorder(self).channel_name
+            )
+            channels = [heard, wanted_channel(schema)]
             self._listener = Listener(lambda: own_connection(config), channels, schema)
             self.on_close.append(self._listener.close)
         return self._listener
 
     def heard(self) -> threading.Event | None:
-        """Set at every insert from now on (PostgreSQL); None where nothing notifies."""
+        """Set whenever a run's end is stored from now on (PostgreSQL; at every insert, on a
+        store whose saves do not say ends apart); None where nothing notifies."""
         listener = self.listener()
         return listener.ear(listener.channels[0]) if listener is not None else None
 
@@ -128,7 +135,8 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         missing = backend.missing_tables()
         older = [] if missing else missing_columns(backend) + missing_indexes(backend)
         if not missing and isinstance(backend, PostgresBackend):
-            pg_insert.use_function(_recorder(app))
+            source = pg_insert.use_function(_recorder(app))
+            app.ends_said = source is not None and pg_insert.says_ends(source, backend.schema)
     except STORE_ERRORS as error:
         if app is not None:
             app.close()

@@ -12,12 +12,19 @@ instead of polling the store's head. The payload is the schema's name: the chann
 the table alone, so stores in other schemas of the database notify it too, and a listener
 keeps to its own (the library's subscription reads no payload).
 
+A save that stores a run's end also NOTIFYs a channel of the store's own (``ended_channel``),
+which is all a resting runner listens for (services/sweep/pacing.py): every runner heard every
+insert, each at ~20-26 us of its CPU (scripts/MEASUREMENTS.md), so four runners paid for the
+store's inserts four times over to learn of its runs' ends.
+
 A store made by an earlier ``runledger init`` has no such function, or one that does not notify:
-its saves go the library's way (which notifies) until ``runledger init`` is run again.
+its saves go the library's way (which notifies) until ``runledger init`` is run again. One whose
+function does not say a run's end (``says_ends``) keeps its runners listening to every insert.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,11 +32,20 @@ from eventsourcing.persistence import InterfaceError, OperationalError, StoredEv
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composable, Identifier, Literal
 
+from runledger.domain.run_ends import ENDS
+
 FUNCTION = "rl_insert_events"
+
+
+def ended_channel(schema: str) -> str:
+    """Where this schema's saves say that a run ended: one channel per store, as notifications
+    are per database."""
+    return "rl_ended_" + hashlib.sha256(schema.encode()).hexdigest()[:20]
 
 
 def create_statement(recorder: Any) -> Composable:
     """The function, for this store's schema, table and stored-event type."""
+    schema = recorder.datastore.schema or "public"
     return SQL(
         "CREATE OR REPLACE FUNCTION {schema}.{function}(events {schema}.{event}[], "
         "lock_timeout text) RETURNS SETOF bigint LANGUAGE plpgsql AS $body$ "
@@ -37,6 +53,9 @@ def create_statement(recorder: Any) -> Composable:
         "PERFORM set_config('lock_timeout', lock_timeout, true); "
         "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
         "NOTIFY {channel}, {schema_name}; "
+        "IF EXISTS (SELECT 1 FROM unnest(events) WHERE topic = ANY(ARRAY[{ends}]::text[])) THEN "
+        "PERFORM pg_notify({ended}, {schema_name}); "
+        "END IF; "
         "RETURN QUERY INSERT INTO {schema}.{table} AS t "
         "(originator_id, originator_version, topic, state) "
         "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
@@ -48,21 +67,29 @@ def create_statement(recorder: Any) -> Composable:
         event=Identifier(recorder.stored_event_type_name),
         table=Identifier(recorder.events_table_name),
         channel=Identifier(recorder.channel_name),
-        schema_name=Literal(recorder.datastore.schema or "public"),
+        schema_name=Literal(schema),
+        ends=SQL(", ").join(Literal(topic) for topic in ENDS),
+        ended=Literal(ended_channel(schema)),
     )
 
 
-def use_function(recorder: Any) -> bool:
-    """Send this recorder's inserts through the function, if the store has it."""
+def says_ends(source: str, schema: str) -> bool:
+    """Whether the function (its source) NOTIFYs ``ended_channel`` for every kind of run end."""
+    return ended_channel(schema) in source and all(topic in source for topic in ENDS)
+
+
+def use_function(recorder: Any) -> str | None:
+    """Send this recorder's inserts through the function, if the store has it; answers its
+    source (None: the store has none that notifies, and saves go the library's way)."""
     datastore = recorder.datastore
     with datastore.get_connection() as conn:
         found = conn.execute(
-            "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
             "WHERE n.nspname = %s AND p.proname = %s AND p.prosrc LIKE '%%NOTIFY%%'",
             [datastore.schema, FUNCTION],
         ).fetchone()
     if found is None:
-        return False
+        return None
     call = SQL("SELECT * FROM {schema}.{function}(%b, %s)").format(
         schema=Identifier(datastore.schema), function=Identifier(FUNCTION)
     )
@@ -83,4 +110,4 @@ def use_function(recorder: Any) -> bool:
             return [row[FUNCTION] for row in cursor.fetchall()]
 
     recorder.insert_events = insert_events
-    return True
+    return str(found["prosrc"])

@@ -7,7 +7,7 @@ waiting for as long as a burst takes. So the cleanup leg sweeps pass after pass 
 left or its time is spent, and a runner whose leg was cut short ticks again at once. Between
 ticks the runner looks every ``RUNLEDGER_WAKE_S`` for a run of its own share (division.py) that
 ended elsewhere (the API, the CLI, another runner), and gives it back then rather than after the
-rest of the interval. On PostgreSQL a look is free until the store NOTIFYs an insert (``Wake``).
+rest of the interval. On PostgreSQL a look is free until the store NOTIFYs a run's end (``Wake``).
 """
 
 from __future__ import annotations
@@ -20,13 +20,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from runledger.application.services.sweep.verdicts import Summary
-from runledger.domain.run import Run
-from runledger.domain.topics import topics_of
-
-ENDS: tuple[str, ...] = tuple(
-    sorted(topics_of(Run.Completed) | topics_of(Run.Cancelled) | topics_of(Run.Aborted))
-)
-"""Every topic a run's end may be stored under."""
+from runledger.domain.run_ends import ENDS
 
 
 class Halt(Protocol):
@@ -91,7 +85,7 @@ def sweep_leg(
 
 
 SAFETY_S = 2.0
-"""How often a runner that hears the store's inserts still asks it: a notification lost to a
+"""How often a runner that hears the store's run ends still asks it: a notification lost to a
 dropped connection delays a run's give-back by this much at most."""
 
 
@@ -103,8 +97,9 @@ class Wake:
     """Which runs have ended since the runner last looked: two reads by the store's position
     (its head, then the run ends after the last head seen), nothing when nothing was written.
 
-    With ``heard`` (PostgreSQL: set by the process's LISTEN at every insert) a look asks the
-    store only when something was inserted, or every ``SAFETY_S``; without it (SQLite, where
+    With ``heard`` (PostgreSQL: set by the process's LISTEN whenever a run's end is stored, or
+    at every insert on a store whose insert function predates that, store/pg_insert.py) a look
+    asks the store only when it was heard, or every ``SAFETY_S``; without it (SQLite, where
     nothing notifies) every look asks the store's head."""
 
     def __init__(self, recorder: Any, heard: threading.Event | None = None) -> None:
