@@ -13,9 +13,8 @@ the table alone, so stores in other schemas of the database notify it too, and a
 keeps to its own (the library's subscription reads no payload).
 
 A save that stores a run's end also NOTIFYs a channel of the store's own (``ended_channel``),
-which is all a resting runner listens for (services/sweep/pacing.py): every runner heard every
-insert, each at ~20-26 us of its CPU (scripts/MEASUREMENTS.md), so four runners paid for the
-store's inserts four times over to learn of its runs' ends.
+which is all a resting runner listens for (services/sweep/pacing.py): a listener pays CPU for
+every notification it hears, and every runner heard every insert to learn of a few ends.
 
 A store made by an earlier ``runledger init`` has no such function, or one that does not notify:
 its saves go the library's way (which notifies) until ``runledger init`` is run again. One whose
