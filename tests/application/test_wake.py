@@ -29,23 +29,31 @@ def _until(condition: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.01)
 
 
-def test_a_run_ended_elsewhere_is_heard_and_nothing_is_asked_before(
-    store_url: str, make_runledger: Factory, world: World
-) -> None:
+def pg_only(store_url: str) -> None:
     if not store_url.startswith("postgresql"):
-        pytest.skip("nothing notifies on SQLite: the test below")
-    rl = make_runledger()
-    run = play(rl, makes("spawn", "c1"))
+        pytest.skip("nothing notifies on SQLite: test_without_a_listener_every_look_asks_the_store")
+
+
+def quiet(rl: Runledger) -> threading.Event:
+    """The runner's ear, once its listener listens and what was on its way has arrived (the
+    listener may have started with the runledger: half a second with nothing heard)."""
     heard = rl.app.heard()
-    assert heard is not None
     listener = rl.app.listener()
-    assert listener is not None and listener.listening.wait(10)
-    wake = Wake(rl.app.recorder, heard)
-    # The listener may have started with the runledger: play's own inserts can still be on
-    # their way to it. Half a second with nothing heard: they have all arrived.
+    assert heard is not None and listener is not None and listener.listening.wait(10)
     heard.clear()
     while heard.wait(0.5):
         heard.clear()
+    return heard
+
+
+def test_a_run_ended_elsewhere_is_heard_and_nothing_is_asked_before(
+    store_url: str, make_runledger: Factory, world: World
+) -> None:
+    pg_only(store_url)
+    rl = make_runledger()
+    run = play(rl, makes("spawn", "c1"))
+    heard = quiet(rl)
+    wake = Wake(rl.app.recorder, heard)
     wake.mark()
     asked = wake._asked
     for _ in range(20):  # a second of looks at the default pace, none of them a question
@@ -66,22 +74,10 @@ def test_without_a_listener_every_look_asks_the_store(make_runledger: Factory) -
     assert wake._asked > asked
 
 
-def quiet(rl: Runledger) -> threading.Event:
-    """The runner's ear, once its listener listens and what was on its way has arrived."""
-    heard = rl.app.heard()
-    listener = rl.app.listener()
-    assert heard is not None and listener is not None and listener.listening.wait(10)
-    heard.clear()
-    while heard.wait(0.5):
-        heard.clear()
-    return heard
-
-
 def test_a_resting_runner_hears_a_runs_end_and_not_the_stores_other_inserts(
     store_url: str, make_runledger: Factory, world: World
 ) -> None:
-    if not store_url.startswith("postgresql"):
-        pytest.skip("nothing notifies on SQLite")
+    pg_only(store_url)
     rl = make_runledger()
     assert rl.app.ends_said
     heard = quiet(rl)
@@ -95,8 +91,7 @@ def test_a_resting_runner_hears_a_runs_end_and_not_the_stores_other_inserts(
 def test_on_a_store_whose_insert_does_not_say_ends_a_runner_hears_every_insert(
     store_url: str, make_runledger: Factory, world: World
 ) -> None:
-    if not store_url.startswith("postgresql"):
-        pytest.skip("nothing notifies on SQLite")
+    pg_only(store_url)
     schema = store_url.rsplit("schema=", 1)[1]
     with psycopg.connect(store_url.split("?")[0], autocommit=True) as conn:
         [row] = conn.execute(
