@@ -178,8 +178,9 @@ class Backend(ABC):
     def markers(self, count: int) -> str:
         return ", ".join([self.placeholder()] * count)
 
-    def among(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """A condition's right side that holds for any of ``values``, and its parameters."""
+    def among(self, values: Sequence[str]) -> tuple[str, list[Any]]:
+        """A condition's right side that holds for any of ``values`` (ids: no comma in one),
+        and its parameters."""
         return f"IN ({self.markers(len(values))})", list(values)
 
 

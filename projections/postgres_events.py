@@ -50,11 +50,12 @@ class PostgresEvents:
         """The lowest position in ``tracking`` of the named views and the page after it."""
         statement = SQL(
             "SELECT s.start, e.notification_id, e.originator_id::text, e.originator_version, "
-            "e.topic, e.state FROM (SELECT MIN(position) AS start FROM {} WHERE name = ANY(%s)) s "
+            "e.topic, e.state FROM (SELECT MIN(position) AS start FROM {} "
+            "WHERE name = ANY(string_to_array(%s, ','))) s "
             "LEFT JOIN LATERAL (SELECT * FROM {} x WHERE x.notification_id > s.start "
             "ORDER BY x.notification_id LIMIT %s) e ON true ORDER BY e.notification_id"
         ).format(tracking, self.table)
-        rows = self._pooled(statement, [list(names), limit])
+        rows = self._pooled(statement, [",".join(names), limit])  # views' names: no comma
         start = int(rows[0][0] or 0) if rows else 0
         return start, [(r[1], r[2], r[3], r[4], bytes(r[5])) for r in rows if r[1] is not None]
 
