@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from runledger.application.display import MAX_CHARS, json_text, safe_repr, safe_text
+from runledger.domain.text import _escaped
 
 RED = "\x1b[31m"
 ALERT = "[bold red]ALERT[/bold red]"
@@ -21,6 +25,23 @@ def test_safe_text_shows_every_control_character_as_a_visible_escape() -> None:
 def test_safe_text_leaves_markup_html_and_ordinary_unicode_as_typed() -> None:
     for value in (ALERT, CLOSE, SCRIPT, "crème brûlée ☂ 雨", ":smile:", "C:\\path"):
         assert safe_text(value) == value
+
+
+ANY_CHARACTER = st.one_of(
+    st.characters(exclude_categories=()),
+    st.characters(categories=["Cc", "Cs", "Zl", "Zp"]),
+    st.sampled_from("\u202e\u2066\u200f\x1b\x7f\x9b\n"),
+)
+
+
+@given(
+    st.one_of(st.text(alphabet=ANY_CHARACTER), st.text(alphabet=st.characters(codec="utf-8"))),
+    st.integers(min_value=0, max_value=8),
+)
+def test_printable_text_shown_as_it_is_is_what_escaping_each_character_would_show(
+    text: str, limit: int
+) -> None:
+    assert safe_text(text, limit) == _escaped(text, limit)
 
 
 def test_safe_text_cuts_a_long_value_with_an_ellipsis_that_says_how_much() -> None:
