@@ -75,7 +75,7 @@ class PostgresBackend(Backend):
         # One parameter, so that the statement's text is the same for any number of values: the
         # driver keeps its parsing and prepares it, where a marker each made a new text per count.
         # One string split by the server, not a list: the driver writes a list's array literal
-        # element by element in Python, ~3 us each (scripts/MEASUREMENTS.md).
+        # element by element in Python (scripts/MEASUREMENTS.md, "Ids as one string").
         joined = ",".join(values)
         if joined.count(",") != max(len(values) - 1, 0):
             raise ValueError("among: values are ids, which hold no comma")
