@@ -19,6 +19,7 @@ from runledger.application.services.running.runner import Runner
 from runledger.application.settings import Settings
 from runledger.domain.step import Step
 from tests.support.playing import GAME_SPAWN, NO_BACKOFF, Clock, made, makes, phase, spec
+from tests.support.world import World
 
 RUNS = [uuid4() for _ in range(300)]
 
@@ -169,7 +170,7 @@ def test_a_runner_that_joins_during_an_advance_leg_is_left_its_share_of_the_page
 
 
 def test_a_runner_that_joins_during_a_cleanup_leg_is_left_its_share_of_the_next_passes(
-    opened: Callable[..., Runledger], clock: Clock
+    opened: Callable[..., Runledger], clock: Clock, game: World
 ) -> None:
     first, second = opened(cleanup_run_batch=4), opened()
     runner = first.runner("first")
@@ -193,6 +194,9 @@ def test_a_runner_that_joins_during_a_cleanup_leg_is_left_its_share_of_the_next_
     given_back = {run for run in later if not first.queries.unresolved_entries(run)}
     assert given_back and given_back <= ours  # a pass finds a page's share: some, maybe not all
     assert later - ours  # the second's runs are left to it
+    # The world agrees: it was asked to take back what those runs made, and no other run's.
+    asked = {key.split(":")[0] for key in game.reverts}
+    assert asked == {str(run) for run in first_pass | given_back}
 
 
 def test_a_runner_beats_through_a_long_advance_leg_so_its_share_is_not_taken(
