@@ -3,7 +3,10 @@
 A read must see every write saved before it (its own above all). The process holding the
 projector's role (role.py) catches the views up itself, as every process did before; any other
 asks it to (a NOTIFY on the store's wanted channel) and waits until the views have passed the
-store's head as the read began, which covers its own writes, and reads then. The views move
+store's head as the read began, which covers its own writes, and reads then. A process that
+listens (a runner does) is woken by the projector's word that it caught up (a NOTIFY on the
+projected channel) and reads the views' positions then; one that does not looks at them every
+few milliseconds. The views move
 when someone reads, as before: a projector that caught up on every insert would do the same
 work, only sooner. A waiter whose views do not move tries the role: with no projector alive,
 it becomes one, so a process alone never waits on nobody.
@@ -46,6 +49,9 @@ CANCELLED = frozenset({"57014", "55P03"})
 """A statement cancelled by the statement timeout, or a lock not had within lock_timeout."""
 Late = Callable[[int, int], Exception]
 """Made when a wait is over its bound: (the position needed, the position the views reached)."""
+Projected = Callable[[], tuple[threading.Event, threading.Event] | None]
+"""The projector's word that it caught up, as this process hears it, and whether it listens now
+(None while it does not listen: then a waiting read looks at the positions, as before)."""
 
 
 class Following:
@@ -61,6 +67,7 @@ class Following:
         wait_s: float,
         late: Late,
         wanted: Callable[[], threading.Event | None],
+        projected: Projected = lambda: None,
     ) -> None:
         self.projector = projector
         self.role = role
@@ -68,6 +75,8 @@ class Following:
         self.wait_s = wait_s
         self.late = late
         self.wanted = wanted
+        self.projected = projected
+        self._ear: tuple[threading.Event, threading.Event] | None = None
         self.projecting: Projecting | None = None
         self.still = False
         """Whether the last wait that passed its bound found the projector not moving, and no
@@ -118,9 +127,25 @@ class Following:
             if waited - asked >= ASK_AGAIN_S:
                 asked = waited
                 self.role.want()
-            time.sleep(step)
-            waited += step
-            step = min(step * 2, MAX_STEP_S)
+            ear = self._heard()
+            if ear is None:
+                time.sleep(step)
+                waited += step
+                step = min(step * 2, MAX_STEP_S)
+                continue
+            # Woken by the projector's word that it caught up, or at the next ask: the
+            # positions are read once a catch-up, not every few milliseconds.
+            heard = ear.wait(ASK_AGAIN_S)
+            ear.clear()
+            waited += STEP_S if heard else ASK_AGAIN_S
+
+    def _heard(self) -> threading.Event | None:
+        """The projector's word, once this process listens (asked for until it does)."""
+        if self._ear is None:
+            self._ear = self.projected()
+        if self._ear is None or not self._ear[1].is_set():
+            return None
+        return self._ear[0]
 
     def _instead(self, target: int, reached: int) -> int:
         """The projector holds the role and does not move (frozen, hung): catch up here."""
@@ -228,6 +253,7 @@ class Projecting:
     def _project(self) -> None:
         try:
             self.catch_up()
+            self.role.say_projected()  # the readers that asked wait for this word
             self._said = None
         except CannotCatchUp:
             # A process that cannot write the store must not keep the role from one that can.

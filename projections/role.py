@@ -32,6 +32,11 @@ def wanted_channel(schema: str) -> str:
     return "rl_wanted_" + hashlib.sha256(schema.encode()).hexdigest()[:20]
 
 
+def projected_channel(schema: str) -> str:
+    """Where this schema's projector says it has caught up, for the readers waiting on it."""
+    return "rl_projected_" + hashlib.sha256(schema.encode()).hexdigest()[:20]
+
+
 class Role:
     """Whether this process holds the projector's role. ``take`` is cheap once held (no round
     trip); a process that does not hold it asks the server at most as often as it is called."""
@@ -67,13 +72,20 @@ class Role:
 
     def want(self) -> None:
         """Ask the projector, whichever process it is, to catch up now."""
+        self._notify(wanted_channel(self.schema))
+
+    def _notify(self, channel: str) -> None:
         with self._lock:
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = self.connect()
-                self._conn.execute("SELECT pg_notify(%s, '')", [wanted_channel(self.schema)])
+                self._conn.execute("SELECT pg_notify(%s, '')", [channel])
             except psycopg.Error:
                 self._drop()
+
+    def say_projected(self) -> None:
+        """Tell the readers waiting on the projector (following.py) that it has caught up."""
+        self._notify(projected_channel(self.schema))
 
     def release(self) -> None:
         with self._lock:

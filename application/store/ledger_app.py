@@ -25,7 +25,7 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.store import bounds, pg_insert, riding, saving, sqlite_file
-from runledger.application.store.notify import Listener
+from runledger.application.store.notify import Ear, Listener
 from runledger.application.store.outage import Outage
 from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.application.store.url import StoreConfig
@@ -33,7 +33,7 @@ from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.fresh_reads import written
 from runledger.projections.postgres import PostgresBackend
-from runledger.projections.role import wanted_channel
+from runledger.projections.role import projected_channel, wanted_channel
 from runledger.projections.schema import missing_columns, missing_indexes
 from runledger.projections.sqlite import SQLiteBackend
 
@@ -64,15 +64,16 @@ class LedgerApp(Application[UUID]):
 
     def listener(self) -> Listener | None:
         """This process's one LISTEN, on the store's runs' ends (on its inserts, where the store
-        does not say ends apart) and on its projector's wake-ups, started at the first ``ear``;
-        None on SQLite, where nothing notifies."""
+        does not say ends apart), on readers' asks of its projector and on the projector's word
+        that it caught up, started at the first ``ear``; None on SQLite, where nothing
+        notifies."""
         config = self.config
         if self._listener is None and config is not None and config.engine == "postgres":
             schema = config.schema or "public"
             heard = (
                 pg_insert.ended_channel(schema) if self.ends_said else _recorder(self).channel_name
             )
-            channels = [heard, wanted_channel(schema)]
+            channels = [heard, wanted_channel(schema), projected_channel(schema)]
             self._listener = Listener(lambda: own_connection(config), channels, schema)
             self.on_close.append(self._listener.close)
         return self._listener
@@ -87,6 +88,15 @@ class LedgerApp(Application[UUID]):
         """Set whenever a reader asks the store's projector to catch up (PostgreSQL)."""
         listener = self.listener()
         return listener.ear(listener.channels[1]) if listener is not None else None
+
+    def projected(self) -> Ear | None:
+        """Set whenever the store's projector says it has caught up, once something else in
+        this process listens already (a runner's wake, the projector's own asks): a command that
+        only reads polls rather than open a connection to listen. None until then."""
+        listener = self._listener
+        if listener is None:
+            return None
+        return Ear(listener.ear(listener.channels[2]), listener.listening)
 
     def close(self) -> None:
         for close in reversed(self.on_close):

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.sql import SQL, Identifier
 
 RETRY_S = 1.0
 """Between tries to listen again after the connection was lost."""
+
+
+class Ear(NamedTuple):
+    """One channel's notifications as they are heard, and whether the listener listens now."""
+
+    heard: threading.Event
+    listening: threading.Event
 
 
 class Listener:

@@ -27,7 +27,13 @@ def read_hook(app: LedgerApp, projector: Projector, wait_s: float) -> Callable[[
         return shared(catch_up)
     role = Role(lambda: own_connection(config), config.schema or "public")
     following = Following(
-        projector, role, catch_up, wait_s=wait_s, late=_late(wait_s), wanted=app.wanted
+        projector,
+        role,
+        catch_up,
+        wait_s=wait_s,
+        late=_late(wait_s),
+        wanted=app.wanted,
+        projected=app.projected,
     )
     app.on_close.append(following.close)
     return shared(following.fresh)

@@ -23,6 +23,7 @@ from runledger.application.modules.protocol import Registry
 from runledger.application.runledger import Runledger
 from runledger.application.settings import Settings
 from runledger.domain.resource import Resource
+from runledger.projections.projector import Projector
 from runledger.projections.role import ROLE_LOCK
 from tests.support.recorded import AT, entry
 
@@ -97,6 +98,40 @@ def test_only_the_first_reader_projects_and_another_sees_its_own_write_by_waitin
         assert reads_entry(second, made)  # its own write, at once: it waited for the projector
     assert second_applied == [] and first_applied
     assert len(holders(pg_admin, pg_url)) == 1
+
+
+def test_a_reader_that_listens_is_woken_by_the_projectors_word_rather_than_looking_again(
+    boot: Boot,
+) -> None:
+    first, second = boot(), boot()
+    first.queries.candidate_runs(AT, 3, 10)  # the first read: it takes the role
+    catch_up = first.projector.catch_up
+
+    def slow(*args: object, **kwargs: object) -> int:  # a projector with a page to work through
+        time.sleep(0.3)
+        return catch_up(*args, **kwargs)
+
+    first.projector.catch_up = slow  # type: ignore[method-assign]
+    second.app.heard()  # a runner's wake: the process listens
+    listener = second.app.listener()
+    assert listener is not None and listener.listening.wait(10)
+    looks: list[int] = []
+    projector = second.projector
+    assert isinstance(projector, Projector)
+    reached = projector.reached
+
+    def look() -> int:
+        looks.append(1)
+        return reached()
+
+    projector.reached = look  # type: ignore[method-assign]
+    for n in range(2):
+        looks.clear()
+        made = entry(f"c{n}")
+        second.app.save(made)
+        assert reads_entry(second, made)
+        # Looking every 5 ms, doubling to 50, read the positions ~9 times in those 0.3 s.
+        assert 1 <= len(looks) <= 4, looks
 
 
 def test_a_read_whose_projector_does_not_move_catches_up_itself_past_its_wait_and_says_so_once(
