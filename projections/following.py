@@ -6,10 +6,9 @@ asks it to (a NOTIFY on the store's wanted channel) and waits until the views ha
 store's head as the read began, which covers its own writes, and reads then. A process that
 listens (a runner does) is woken by the projector's word that it caught up (a NOTIFY on the
 projected channel) and reads the views' positions then; one that does not looks at them every
-few milliseconds. The views move
-when someone reads, as before: a projector that caught up on every insert would do the same
-work, only sooner. A waiter whose views do not move tries the role: with no projector alive,
-it becomes one, so a process alone never waits on nobody.
+few milliseconds. The views move when someone reads, as before: a projector that caught up on
+every insert would do the same work, only sooner. A waiter whose views do not move tries the
+role: with no projector alive, it becomes one, so a process alone never waits on nobody.
 
 The wait is bounded, and a read never answers stale. A projector that is frozen (SIGSTOP, a
 suspended VM) keeps its role, as its session lives on; a waiter whose bound passes with the
