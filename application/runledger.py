@@ -116,7 +116,7 @@ class Runledger:
             fleet=self.fleet,
             loaded=self.loaded,
             settings=self.settings,
-            wake=Wake(self.app.recorder, self.app.heard()),
+            wake=Wake(self.app.recorder, self.app.hearing.heard()),
             observe=self.telemetry.tick,
         )
 

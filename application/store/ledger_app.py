@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +24,7 @@ from runledger.application.errors import (
     store_error,
 )
 from runledger.application.store import bounds, pg_insert, riding, saving, sqlite_file
-from runledger.application.store.notify import Ear, Listener
+from runledger.application.store.hearing import Hearing
 from runledger.application.store.outage import Outage
 from runledger.application.store.transcoding import FastJSONTranscoder
 from runledger.application.store.url import StoreConfig
@@ -33,7 +32,6 @@ from runledger.domain.topics import register_old_topics
 from runledger.projections.backend import Backend, Cursor
 from runledger.projections.fresh_reads import written
 from runledger.projections.postgres import PostgresBackend
-from runledger.projections.role import projected_channel, wanted_channel
 from runledger.projections.schema import missing_columns, missing_indexes
 from runledger.projections.sqlite import SQLiteBackend
 
@@ -57,46 +55,10 @@ class LedgerApp(Application[UUID]):
         self.on_close: list[Callable[[], object]] = []
         """Told before the store closes: what holds a connection of its own (a listener, the
         projector's role) lets it go first."""
-        self._listener: Listener | None = None
-        self.ends_said = False
-        """Whether the store's saves say a run's end on a channel of its own (pg_insert.py)."""
         super().__init__(env)
-
-    def listener(self) -> Listener | None:
-        """This process's one LISTEN, on the store's runs' ends (on its inserts, where the store
-        does not say ends apart), on readers' asks of its projector and on the projector's word
-        that it caught up, started at the first ``ear``; None on SQLite, where nothing
-        notifies."""
-        config = self.config
-        if self._listener is None and config is not None and config.engine == "postgres":
-            schema = config.schema or "public"
-            heard = (
-                pg_insert.ended_channel(schema) if self.ends_said else _recorder(self).channel_name
-            )
-            channels = [heard, wanted_channel(schema), projected_channel(schema)]
-            self._listener = Listener(lambda: own_connection(config), channels, schema)
-            self.on_close.append(self._listener.close)
-        return self._listener
-
-    def heard(self) -> threading.Event | None:
-        """Set whenever a run's end is stored from now on (PostgreSQL; at every insert, on a
-        store whose saves do not say ends apart); None where nothing notifies."""
-        listener = self.listener()
-        return listener.ear(listener.channels[0]) if listener is not None else None
-
-    def wanted(self) -> threading.Event | None:
-        """Set whenever a reader asks the store's projector to catch up (PostgreSQL)."""
-        listener = self.listener()
-        return listener.ear(listener.channels[1]) if listener is not None else None
-
-    def projected(self) -> Ear | None:
-        """Set whenever the store's projector says it has caught up, once something else in
-        this process listens already (a runner's wake, the projector's own asks): a command that
-        only reads polls rather than open a connection to listen. None until then."""
-        listener = self._listener
-        if listener is None:
-            return None
-        return Ear(listener.ear(listener.channels[2]), listener.listening)
+        self.hearing = _hearing(self)
+        """What this process hears of the store (hearing.py)."""
+        self.on_close.append(self.hearing.close)
 
     def close(self) -> None:
         for close in reversed(self.on_close):
@@ -146,7 +108,9 @@ def open_app(config: StoreConfig) -> tuple[LedgerApp, Backend]:
         older = [] if missing else missing_columns(backend) + missing_indexes(backend)
         if not missing and isinstance(backend, PostgresBackend):
             source = pg_insert.use_function(_recorder(app))
-            app.ends_said = source is not None and pg_insert.says_ends(source, backend.schema)
+            app.hearing.ends_said = source is not None and pg_insert.says_ends(
+                source, backend.schema
+            )
     except STORE_ERRORS as error:
         if app is not None:
             app.close()
@@ -257,6 +221,15 @@ def _connect(config: StoreConfig) -> psycopg.Connection[Any]:
 
 def _recorder(app: LedgerApp) -> Any:
     return app.recorder
+
+
+def _hearing(app: LedgerApp) -> Hearing:
+    config = app.config
+    if config is None or config.engine != "postgres":
+        return Hearing(None, "", "")
+    return Hearing(
+        lambda: own_connection(config), config.schema or "public", _recorder(app).channel_name
+    )
 
 
 def _binary_inserts(app: LedgerApp) -> None:

@@ -32,8 +32,8 @@ def read_hook(app: LedgerApp, projector: Projector, wait_s: float) -> Callable[[
         catch_up,
         wait_s=wait_s,
         late=_late(wait_s),
-        wanted=app.wanted,
-        projected=app.projected,
+        wanted=app.hearing.wanted,
+        projected=app.hearing.projected,
     )
     app.on_close.append(following.close)
     return shared(following.fresh)

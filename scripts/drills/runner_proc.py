@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fleet=rl.fleet,
                 loaded=rl.loaded,
                 settings=rl.settings,
-                wake=Wake(rl.app.recorder, rl.app.heard()),
+                wake=Wake(rl.app.recorder, rl.app.hearing.heard()),
                 heartbeat=args.heartbeat,
             )
         )

@@ -112,8 +112,8 @@ def test_a_reader_that_listens_is_woken_by_the_projectors_word_rather_than_looki
         return catch_up(*args, **kwargs)
 
     first.projector.catch_up = slow  # type: ignore[method-assign]
-    second.app.heard()  # a runner's wake: the process listens
-    listener = second.app.listener()
+    second.app.hearing.heard()  # a runner's wake: the process listens
+    listener = second.app.hearing.listener()
     assert listener is not None and listener.listening.wait(10)
     looks: list[int] = []
     projector = second.projector

@@ -37,8 +37,8 @@ def pg_only(store_url: str) -> None:
 def quiet(rl: Runledger) -> threading.Event:
     """The runner's ear, once its listener listens and what was on its way has arrived (the
     listener may have started with the runledger: half a second with nothing heard)."""
-    heard = rl.app.heard()
-    listener = rl.app.listener()
+    heard = rl.app.hearing.heard()
+    listener = rl.app.hearing.listener()
     assert heard is not None and listener is not None and listener.listening.wait(10)
     heard.clear()
     while heard.wait(0.5):
@@ -79,7 +79,7 @@ def test_a_resting_runner_hears_a_runs_end_and_not_the_stores_other_inserts(
 ) -> None:
     pg_only(store_url)
     rl = make_runledger()
-    assert rl.app.ends_said
+    assert rl.app.hearing.ends_said
     heard = quiet(rl)
     elsewhere = make_runledger()
     run = play(elsewhere, makes("spawn", "c1", "c2"))  # a run started, steps done, entries made
@@ -104,7 +104,7 @@ def test_on_a_store_whose_insert_does_not_say_ends_a_runner_hears_every_insert(
         assert cut == 1
         conn.execute(SQL(older))
     rl = make_runledger()
-    assert not rl.app.ends_said
+    assert not rl.app.hearing.ends_said
     heard = quiet(rl)
     start(make_runledger(), makes("spawn", "c1"))
     assert heard.wait(10)
